@@ -1,0 +1,33 @@
+# The two commands in README.md (`make demo`, `make test`) work from a fresh clone: each
+# creates the virtual environment when it is missing or older than pyproject.toml.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+
+.PHONY: demo test dml-lane dml-full bench clean
+
+$(STAMP): pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --upgrade pip
+	$(BIN)/python -m pip install -q -e '.[test]'
+	touch $(STAMP)
+
+demo: $(STAMP)
+	$(BIN)/ort-dml-ops demo
+
+test: $(STAMP)
+	$(BIN)/python -m pytest
+
+# The real DirectML EP under Wine (see docs/dml-lane.md); cached outside the repository.
+dml-lane:
+	bash tools/dml_lane/setup.sh
+
+dml-full: $(STAMP)
+	DML_FULL=1 $(BIN)/python -m pytest -m dml
+
+bench: $(STAMP)
+	$(BIN)/python tools/bench.py
+
+clean:
+	rm -rf $(VENV) build dist *.egg-info

@@ -1,0 +1,48 @@
+"""`ort-dml-ops VERB ...` (also `python -m ort_dml_ops`). Verbs live in ort_dml_ops/commands/.
+
+Exit codes: 0 ok, 1 failure, 2 usage. A user mistake is one line on stderr, no traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+from ._version import __version__
+from .errors import UserError
+
+#: Each name is a module ort_dml_ops.commands.<name>.
+VERBS = ("run",)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="ort-dml-ops",
+        description="Make ONNX CumSum, CumProd and ScatterElements run on the DirectML GPU.",
+    )
+    parser.add_argument("--version", action="version", version=f"ort-dml-ops {__version__}")
+    sub = parser.add_subparsers(dest="verb", metavar="VERB")
+    for verb in VERBS:
+        importlib.import_module(f"ort_dml_ops.commands.{verb}").add_parser(sub)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not getattr(args, "func", None):
+        parser.print_help(sys.stderr)
+        return 2
+    try:
+        return int(args.func(args) or 0)
+    except UserError as exc:
+        print(f"ort-dml-ops: error: {exc}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print("ort-dml-ops: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,109 @@
+"""Load and save models: clear errors for bad files, atomic writes, loadable IR versions."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+
+import onnx
+from google.protobuf.message import DecodeError
+
+from .errors import UserError
+
+#: Highest IR version every ONNX Runtime we support loads (onnxruntime-directml 1.24.4 and
+#: onnxruntime 1.31 both refuse 14, which onnx 1.23 writes by default).
+MAX_IR_VERSION = 13
+
+
+def ir_version_for(model: onnx.ModelProto) -> int:
+    """The lowest IR version that the model's opset imports need, never above MAX_IR_VERSION."""
+    needed = 3
+    for imp in model.opset_import:
+        domain = imp.domain or "ai.onnx"
+        try:
+            needed = max(needed, onnx.helper.find_min_ir_version_for([imp], ignore_unknown=True))
+        except (ValueError, KeyError):  # an opset newer than this onnx knows: keep the cap
+            if domain in ("ai.onnx", "ai.onnx.ml"):
+                needed = MAX_IR_VERSION
+    return min(max(needed, 7), MAX_IR_VERSION)
+
+
+def fix_ir_version(model: onnx.ModelProto) -> onnx.ModelProto:
+    """Set a loadable IR version in place (and return the model) when it is above the cap."""
+    if model.ir_version > MAX_IR_VERSION or model.ir_version == 0:
+        model.ir_version = ir_version_for(model)
+    return model
+
+
+def load_model(model: onnx.ModelProto | str | os.PathLike | bytes, *, load_external_data: bool = True) -> onnx.ModelProto:
+    """Accept a ModelProto, a path or serialized bytes; raise UserError naming the problem."""
+    if isinstance(model, onnx.ModelProto):
+        return model
+    if isinstance(model, (bytes, bytearray, memoryview)):
+        proto = onnx.ModelProto()
+        try:
+            proto.ParseFromString(bytes(model))
+        except DecodeError as exc:
+            raise UserError(f"the bytes given are not an ONNX model ({exc})") from None
+        _require_graph(proto, "the bytes given")
+        return proto
+    if isinstance(model, (str, os.PathLike)):
+        path = Path(model)
+        if not path.exists():
+            raise UserError(f"{path}: no such file")
+        if path.is_dir():
+            raise UserError(f"{path}: is a directory, not an ONNX model file")
+        if path.stat().st_size == 0:
+            raise UserError(f"{path}: the file is empty, not an ONNX model")
+        try:
+            proto = onnx.load(str(path), load_external_data=load_external_data)
+        except DecodeError as exc:
+            raise UserError(f"{path}: not an ONNX model (protobuf decode failed: {exc})") from None
+        except (OSError, ValueError, onnx.checker.ValidationError) as exc:
+            first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            raise UserError(f"{path}: cannot load the model ({first})") from None
+        _require_graph(proto, str(path))
+        return proto
+    raise UserError(f"expected an onnx.ModelProto, a path or bytes, got {type(model).__name__}")
+
+
+def _require_graph(proto: onnx.ModelProto, what: str) -> None:
+    # Almost any byte string parses as *some* protobuf; a model has a graph and an opset.
+    if not proto.HasField("graph") or not proto.opset_import:
+        raise UserError(f"{what}: not an ONNX model (no graph or no opset import)")
+
+
+def save_model_atomic(model: onnx.ModelProto, path: str | os.PathLike, *, source: str | os.PathLike | None = None) -> Path:
+    """Write `model` to `path` through a temporary file in the same folder, then rename.
+
+    Refuses to overwrite `source` (the input model). On any failure no file is left behind.
+    """
+    path = Path(path)
+    if source is not None and Path(source).exists() and path.exists() and path.resolve() == Path(source).resolve():
+        raise UserError(f"{path}: the output path is the input model; choose another output path")
+    folder = path.parent if str(path.parent) else Path(".")
+    if not folder.is_dir():
+        raise UserError(f"{folder}: the output folder does not exist")
+    fix_ir_version(model)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=folder)
+    os.close(fd)
+    try:
+        data = model.SerializeToString()
+        with open(tmp, "wb") as f:
+            f.write(data)
+        os.replace(tmp, path)
+    except PermissionError:
+        _silently_remove(tmp)
+        raise UserError(f"{path}: permission denied writing the output") from None
+    except BaseException:
+        _silently_remove(tmp)
+        raise
+    return path
+
+
+def _silently_remove(p: str) -> None:
+    try:
+        os.remove(p)
+    except OSError:
+        pass
