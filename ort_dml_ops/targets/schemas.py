@@ -1,0 +1,97 @@
+"""Since-version resolution and type-string binding, from the op schemas.
+
+Mirrors how ONNX Runtime resolves a node (``core/graph/graph.cc`` ``Graph::VerifyNodeAndOpMatch``):
+the node's schema is the newest one of its op whose since-version is <= the model's opset import
+for the node's domain, and the node's since-version is that schema's. Nodes inside model-local
+functions and subgraphs are resolved with the *model's* opset imports (``core/graph/model.cc``,
+function inlining), not the function's own.
+
+ONNX ops come from ``onnx.defs``; ``com.microsoft`` and other ORT contrib ops from the installed
+onnxruntime's ``get_all_operator_schema()``.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+
+import onnx
+import onnx.defs
+
+ONNX_DOMAINS = ("", "ai.onnx")
+
+
+def norm_domain(domain: str) -> str:
+    return "" if domain in ONNX_DOMAINS else domain
+
+
+@lru_cache(maxsize=1)
+def _ort_schemas() -> dict:
+    out: dict = {}
+    try:
+        from onnxruntime.capi import _pybind_state as C
+
+        for s in C.get_all_operator_schema():
+            if s.domain in ONNX_DOMAINS or s.domain == "ai.onnx.ml":
+                continue
+            out.setdefault((s.domain, s.name), []).append(s)
+    except Exception:  # pragma: no cover
+        pass
+    for v in out.values():
+        v.sort(key=lambda s: s.since_version)
+    return out
+
+
+@lru_cache(maxsize=None)
+def get_schema(op: str, domain: str, opset: int | None):
+    """The schema a node of (domain, op) resolves to under `opset`, or None."""
+    domain = norm_domain(domain)
+    if opset is None:
+        return None
+    try:
+        return onnx.defs.get_schema(op, opset, domain)
+    except Exception:
+        pass
+    best = None
+    for s in _ort_schemas().get((domain, op), ()):
+        if s.since_version <= opset:
+            best = s
+    return best
+
+
+@lru_cache(maxsize=None)
+def bindings(op: str, domain: str, opset: int | None):
+    """((input type_strs), variadic_last_input, (output type_strs), variadic_last_output)."""
+    s = get_schema(op, domain, opset)
+    if s is None:
+        return None
+    ins = tuple(p.type_str for p in s.inputs)
+    outs = tuple(p.type_str for p in s.outputs)
+    var_in = bool(s.inputs) and s.inputs[-1].option == onnx.defs.OpSchema.FormalParameterOption.Variadic
+    var_out = bool(s.outputs) and s.outputs[-1].option == onnx.defs.OpSchema.FormalParameterOption.Variadic
+    return ins, var_in, outs, var_out
+
+
+def type_resolver(node_inputs, node_outputs, bind, value_type):
+    """A function constraint-name -> type string of the first present argument bound to it.
+
+    Mirrors kernel_registry.cc MatchKernelDefTypes: formal inputs first, then outputs; the first
+    *present* argument decides; a variadic formal parameter is checked by its first actual arg.
+    """
+    ins, var_in, outs, var_out = bind
+
+    def actual(names, formals, variadic, i):
+        if variadic and i == len(formals) - 1:
+            return names[i] if i < len(names) else ""
+        return names[i] if i < len(names) else ""
+
+    def resolve(constraint: str):
+        for names, formals, variadic in ((node_inputs, ins, var_in), (node_outputs, outs, var_out)):
+            for i, ts in enumerate(formals):
+                if ts != constraint:
+                    continue
+                name = actual(names, formals, variadic, i)
+                if name:
+                    return value_type(name)
+        return None
+
+    return resolve

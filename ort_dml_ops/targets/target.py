@@ -1,0 +1,216 @@
+"""Per-node placement: which execution provider ONNX Runtime gives one node, and why.
+
+The decision follows ONNX Runtime's partitioning (``core/framework/graph_partitioner.cc``): the
+target EP is asked first (its ``GetCapability``), the CPU EP takes what is left, a float16 node the
+CPU EP has only a float kernel for runs there through inserted casts
+(``core/optimizer/insert_cast_transformer.cc``), and a node no EP has a kernel for fails session
+creation ("Could not find an implementation for ...").
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Mapping
+
+import onnx
+
+from .._domain import DOMAIN
+from . import dml_rules, kernels, schemas
+
+CPU = "CPUExecutionProvider"
+DML = "DmlExecutionProvider"
+CUDA = "CUDAExecutionProvider"
+
+#: Domains whose ops are Python custom ops (onnxruntime-extensions): always on the CPU EP.
+CUSTOM_OP_DOMAINS = frozenset({DOMAIN, "ai.onnx.contrib"})
+
+def type_string(t) -> str | None:
+    """Normalize a value type: 'tensor(float)', an onnx.TypeProto, a TensorProto elem type int."""
+    if t is None or isinstance(t, str):
+        return t
+    if isinstance(t, int):
+        return _elem_str(t)
+    if isinstance(t, onnx.TypeProto):
+        which = t.WhichOneof("value")
+        if which == "tensor_type":
+            return _elem_str(t.tensor_type.elem_type)
+        if which == "sequence_type":
+            inner = type_string(t.sequence_type.elem_type)
+            return f"seq({inner})" if inner else "seq(?)"
+        if which == "optional_type":
+            inner = type_string(t.optional_type.elem_type)
+            return f"optional({inner})" if inner else "optional(?)"
+        if which == "sparse_tensor_type":
+            return "sparse_tensor"
+        return None
+    raise TypeError(f"cannot read a value type from {type(t).__name__}")
+
+
+def _elem_str(e: int) -> str | None:
+    return _ELEM_NAMES.get(e) if e else None
+
+
+_ELEM_NAMES = {
+    1: "tensor(float)", 2: "tensor(uint8)", 3: "tensor(int8)", 4: "tensor(uint16)", 5: "tensor(int16)",
+    6: "tensor(int32)", 7: "tensor(int64)", 8: "tensor(string)", 9: "tensor(bool)", 10: "tensor(float16)",
+    11: "tensor(double)", 12: "tensor(uint32)", 13: "tensor(uint64)", 14: "tensor(complex64)",
+    15: "tensor(complex128)", 16: "tensor(bfloat16)", 17: "tensor(float8e4m3fn)", 18: "tensor(float8e4m3fnuz)",
+    19: "tensor(float8e5m2)", 20: "tensor(float8e5m2fnuz)", 21: "tensor(uint4)", 22: "tensor(int4)",
+    23: "tensor(float4e2m1)",
+}
+
+
+def opsets_of(opset) -> dict:
+    """domain -> version, from an int (ai.onnx), a mapping, a ModelProto or its opset_import."""
+    if isinstance(opset, int):
+        return {"": opset}
+    if isinstance(opset, onnx.ModelProto):
+        opset = opset.opset_import
+    if isinstance(opset, Mapping):
+        return {schemas.norm_domain(d): int(v) for d, v in opset.items()}
+    return {schemas.norm_domain(o.domain): int(o.version) for o in opset}
+
+
+@dataclass(frozen=True)
+class Decision:
+    """Where one node runs. `provider` is None when no EP has a kernel (session creation fails)."""
+
+    provider: str | None
+    reason: str
+    since_version: int | None
+    kernel: kernels.Kernel | None = None  # the kernel that runs it (None: custom op / none)
+    on_target: bool = False
+    via_casts: bool = False  # float16 node run by the CPU EP's float kernel through inserted Casts
+    target_lookup: bool = False  # the target EP's LookUpKernel found a kernel (fallback_cpu_capability)
+    target_kernel: kernels.Kernel | None = None
+
+    def __iter__(self):  # `provider, reason = target.placement(...)` also works on a Decision
+        return iter((self.provider, self.reason))
+
+
+class Target:
+    """A capability model of one ONNX Runtime execution provider (with the CPU EP behind it)."""
+
+    def __init__(self, name: str, provider: str, table: kernels.KernelTable | None,
+                 cpu_table: kernels.KernelTable, *, device_unsupported=frozenset()):
+        self.name = name
+        self.provider = provider
+        self.table = table  # None for target "cpu"
+        self.cpu_table = cpu_table
+        self.device_unsupported = frozenset(device_unsupported)
+
+    def __repr__(self):
+        t = f"{self.table.build}" if self.table else "-"
+        return f"<Target {self.name}: {self.provider} [{t}] + CPU [{self.cpu_table.build}]>"
+
+    @property
+    def is_gpu(self) -> bool:
+        return self.provider != CPU
+
+    # -- public API ------------------------------------------------------------------------
+    def placement(self, node: onnx.NodeProto, opset, value_types: Mapping | None = None) -> tuple:
+        """(provider, reason) for `node` under the model's opset imports `opset`.
+
+        `value_types`: value name -> type ('tensor(float)', TypeProto or elem-type int) for the
+        node's inputs/outputs; unknown names skip the type checks that need them.
+        """
+        d = self.explain(node, opset, value_types)
+        return d.provider, d.reason
+
+    def has_native_kernel(self, node, opset, value_types=None) -> bool:
+        """True when the target EP itself takes the node (kernel + types + support queries)."""
+        return self.explain(node, opset, value_types).on_target
+
+    def explain(self, node: onnx.NodeProto, opset, value_types: Mapping | None = None) -> Decision:
+        opsets = opset if isinstance(opset, dict) and all(isinstance(k, str) for k in opset) \
+            and "" in opset else opsets_of(opset)
+        vt = value_types or {}
+
+        def value_type(name):
+            return type_string(vt.get(name))
+
+        return self._decide(node, opsets, value_type)
+
+    # -- rules -----------------------------------------------------------------------------
+    def _decide(self, node, opsets, value_type) -> Decision:
+        domain = schemas.norm_domain(node.domain)
+        op = node.op_type
+        if domain in CUSTOM_OP_DOMAINS:
+            return Decision(CPU, f"custom op (domain '{domain}'): Python custom ops run on the CPU EP",
+                            opsets.get(domain), None)
+        known = (self.table is not None and domain in self.table.domains) or domain in self.cpu_table.domains
+        if not known:
+            return Decision(CPU, f"custom op (domain '{domain}'): no EP registers kernels for this domain; "
+                                 "a registered custom op runs on the CPU EP", opsets.get(domain), None)
+        opset = opsets.get(domain)
+        if opset is None:
+            return Decision(None, f"no kernel: the model imports no opset for domain '{domain or 'ai.onnx'}'",
+                            None)
+        schema = schemas.get_schema(op, domain, opset)
+        if schema is None:
+            return Decision(None, f"no kernel: no schema for {op} in {domain or 'ai.onnx'} opset {opset}", None)
+        since = schema.since_version
+        bind = schemas.bindings(op, domain, opset)
+        resolve = schemas.type_resolver(node.input, node.output, bind, value_type)
+
+        why_off = None
+        tk = None
+        lookup = False
+        if self.table is not None:
+            tk, miss = self.table.find(op, domain, since, resolve)
+            lookup = tk is not None
+            if tk is None:
+                why_off = self._miss_text(self.table, op, domain, since, miss)
+            elif self.provider == DML:
+                why_off = self._dml_checks(node, tk, value_type)
+            if why_off is None:
+                return Decision(self.provider, f"{_short(self.provider)} kernel {op}({tk.version_text()})",
+                                since, tk, on_target=True, target_lookup=True, target_kernel=tk)
+        ck, miss = self.cpu_table.find(op, domain, since, resolve)
+        if ck is not None:
+            reason = why_off or f"CPU kernel {op}({ck.version_text()})"
+            return Decision(CPU, reason, since, ck, on_target=self.table is None, target_lookup=lookup,
+                            target_kernel=tk)
+        # insert_cast_transformer.cc: float16 args of a node without a float16 kernel are cast to float
+        if self._has_fp16(node, value_type):
+            def as_float(name, _r=resolve):
+                t = _r(name)
+                return "tensor(float)" if t == "tensor(float16)" else t
+            ck2, _ = self.cpu_table.find(op, domain, since, as_float)
+            if ck2 is not None:
+                pre = f"{why_off}; " if why_off else ""
+                return Decision(CPU, f"{pre}CPU EP runs it as float through inserted float16<->float Casts",
+                                since, ck2, on_target=self.table is None, via_casts=True, target_lookup=lookup,
+                                target_kernel=tk)
+        cpu_why = self._miss_text(self.cpu_table, op, domain, since, miss)
+        pre = f"{why_off}; " if why_off else ""
+        return Decision(None, f"no kernel: {pre}{cpu_why} (session creation fails)", since, None,
+                        target_lookup=lookup, target_kernel=tk)
+
+    def _dml_checks(self, node, k, value_type):
+        q = dml_rules.support_query(k.query, node)
+        if q:
+            return f"support query: {q}"
+        return dml_rules.unsupported_data_type(node, k, value_type, self.device_unsupported)
+
+    @staticmethod
+    def _has_fp16(node, value_type) -> bool:
+        return any(value_type(n) == "tensor(float16)" for n in list(node.input) + list(node.output) if n)
+
+    @staticmethod
+    def _miss_text(table, op, domain, since, miss) -> str:
+        who = _short(table.provider)
+        name = f"{op}" if not domain else f"{domain}::{op}"
+        if miss == "no_op":
+            return f"{who} has no kernel for {name}"
+        if miss == "no_version":
+            regs = ", ".join(k.version_text() for k in sorted(table.kernels(op, domain), key=lambda k: k.since))
+            return (f"no {who} kernel for {name} at since-version {since} (registered: {regs}; "
+                    "a kernel without end version matches only its own since-version)")
+        k, (cname, t) = miss
+        allowed = ", ".join(sorted(x[7:-1] if x.startswith("tensor(") else x for x in k.types[cname]))
+        return f"type not supported: {who} {name}({k.version_text()}) takes {cname} in {{{allowed}}}, node has {t}"
+
+
+def _short(provider: str) -> str:
+    return {DML: "DML", CUDA: "CUDA", CPU: "CPU"}.get(provider, provider)
