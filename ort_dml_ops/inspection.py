@@ -1,0 +1,267 @@
+"""`inspect`: where ONNX Runtime would run each node of a model on a target EP, and why.
+
+``inspect(model, target="dml") -> InspectReport``; ``report.to_dict()`` is the JSON of
+``ort-dml-ops inspect --json`` (format and rules: docs/inspect.md). The rules live in
+``ort_dml_ops.targets``; this module walks the model (model-local functions inlined under the
+model's opset, If/Loop/Scan subgraphs included), applies them, and counts the copies.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+
+import onnx
+
+from .errors import UserError
+from .modelio import load_model
+from .targets import get_target, opsets_of, type_string
+from .targets import partition
+
+_GRAPH, _GRAPHS = onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS
+
+
+@dataclass
+class NodeReport:
+    name: str
+    op_type: str
+    domain: str
+    since_version: int | None
+    provider: str | None
+    reason: str
+
+    def to_dict(self) -> dict:
+        return {"name": self.name, "op_type": self.op_type, "domain": self.domain,
+                "since_version": self.since_version, "provider": self.provider, "reason": self.reason}
+
+
+@dataclass
+class InspectReport:
+    target: str
+    provider: str
+    nodes: list = field(default_factory=list)
+    copies: int = 0
+    tables: dict = field(default_factory=dict)
+
+    @property
+    def summary(self) -> dict:
+        gpu = sum(1 for n in self.nodes if n.provider is not None and n.provider != "CPUExecutionProvider")
+        cpu = sum(1 for n in self.nodes if n.provider == "CPUExecutionProvider")
+        return {"gpu_nodes": gpu, "cpu_nodes": cpu, "copies": self.copies}
+
+    def placement(self) -> dict:
+        """{node name: provider} — the shape of the DML lane's CaseResult.placement."""
+        return {n.name: n.provider for n in self.nodes}
+
+    def to_dict(self) -> dict:
+        return {"target": self.target, "nodes": [n.to_dict() for n in self.nodes], "summary": self.summary}
+
+    def to_json(self, indent: int | None = 2) -> str:
+        return json.dumps(self.to_dict(), indent=indent)
+
+    def to_text(self) -> str:
+        rows = [("NODE", "OP", "SINCE", "PROVIDER", "REASON")]
+        for n in self.nodes:
+            op = n.op_type if not n.domain else f"{n.domain}::{n.op_type}"
+            prov = n.provider or "(none)"
+            reason = n.reason if (n.provider != self.provider or n.provider is None) else ""
+            rows.append((n.name, op, "-" if n.since_version is None else str(n.since_version), prov, reason))
+        w = [min(max(len(r[i]) for r in rows), 48) for i in range(4)]
+        lines = ["  ".join(c.ljust(w[i]) if i < 4 else c for i, c in enumerate(r)).rstrip() for r in rows]
+        s = self.summary
+        folded = sum(1 for n in self.nodes if n.provider is None and n.reason.startswith("constant-folded"))
+        none = sum(1 for n in self.nodes if n.provider is None) - folded
+        tail = f"target {self.target} ({self.provider}): {s['gpu_nodes']} GPU nodes, {s['cpu_nodes']} CPU nodes, " \
+               f"{s['copies']} copies"
+        if folded:
+            tail += f", {folded} constant-folded"
+        if none:
+            tail += f", {none} with no kernel (session creation would fail)"
+        return "\n".join(lines + ["", tail])
+
+
+def inspect(model, target: str = "dml") -> InspectReport:
+    """Predict, node by node, where ONNX Runtime runs `model` (ModelProto, path or bytes) on `target`."""
+    proto = load_model(model)
+    tgt = get_target(target)
+    opsets = opsets_of(proto)
+    work = _inline_and_name(proto)
+    types, static = _value_types(work)
+
+    def value_type(name):
+        return types.get(name)
+
+    report = InspectReport(target=tgt.name, provider=tgt.provider)
+    report.copies = _walk(work.graph, tgt, opsets, types, static, value_type, report, implicit=())
+    return report
+
+
+# -- walking ---------------------------------------------------------------------------------
+
+def _walk(graph, tgt, opsets, types, static, value_type, report, implicit) -> int:
+    nodes = list(graph.node)
+    decisions = [tgt.explain(n, opsets, types) for n in nodes]
+    inits = {t.name: _numel(t) for t in graph.initializer}
+    ginputs = {i.name for i in graph.input}
+    folded = partition.constant_folded(nodes, decisions, inits, ginputs, lambda n: static.get(n, False))
+    preferred = partition.cpu_preferred(nodes, decisions, inits, ginputs, value_type) if tgt.is_gpu else set()
+    providers, used = [], []
+    copies = 0
+    for i, (node, d) in enumerate(zip(nodes, decisions)):
+        prov, reason, kern = d.provider, d.reason, d.kernel
+        if i in folded:
+            prov, kern = None, "folded"
+            reason = ("constant-folded at session creation (ORT ConstantFolding: all inputs are constant "
+                      "initializers); the node does not run")
+        elif i in preferred and d.on_target:
+            cpu_k, _ = tgt.cpu_table.find(node.op_type, node.domain if node.domain != "ai.onnx" else "",
+                                          d.since_version, lambda c: None)
+            if cpu_k is not None:
+                prov, kern = "CPUExecutionProvider", cpu_k
+                reason = ("kept on the CPU by ORT's GetCpuPreferredNodes (fallback_cpu_capability.cc): "
+                          "it only computes CPU-side shape values")
+        providers.append(prov)
+        used.append(kern)
+        report.nodes.append(NodeReport(node.name, node.op_type, node.domain, d.since_version, prov, reason))
+        for a in node.attribute:
+            subs = [a.g] if a.type == _GRAPH else list(a.graphs) if a.type == _GRAPHS else []
+            for g in subs:
+                copies += _walk(g, tgt, opsets, types, static, value_type, report, _implicit_inputs(g))
+    if tgt.is_gpu:
+        copies += partition.count_copies(nodes, providers, used, tgt.provider,
+                                         [i.name for i in graph.input], implicit)
+    return copies
+
+
+def _implicit_inputs(g) -> list:
+    defined = {i.name for i in g.input} | {t.name for t in g.initializer}
+    out = []
+    seen = set()
+    for n in g.node:
+        for x in n.input:
+            if x and x not in defined and x not in seen:
+                seen.add(x)
+                out.append(x)
+        defined.update(n.output)
+    return out
+
+
+def _numel(t) -> int:
+    n = 1
+    for d in t.dims:
+        n *= d
+    return n
+
+
+# -- preparation: inline model-local functions, give every node an unambiguous name ------------
+
+def _inline_and_name(proto: onnx.ModelProto) -> onnx.ModelProto:
+    funcs = {(f.domain, f.name): f for f in proto.functions}
+    work = onnx.ModelProto()
+    work.CopyFrom(proto)
+    del work.functions[:]
+    _prepare_graph(work.graph, "", funcs)
+    return work
+
+
+def _prepare_graph(graph, prefix: str, funcs: dict) -> None:
+    new_nodes = []
+    changed = False
+    for i, node in enumerate(graph.node):
+        base = node.name or f"{node.op_type}#{i}"
+        if (node.domain, node.op_type) in funcs:
+            changed = True
+            new_nodes.extend(_expand(node, f"{prefix}{base}", funcs, depth=0))
+            continue
+        node.name = f"{prefix}{base}"
+        new_nodes.append(node)
+    if changed:
+        kept = [onnx.NodeProto() for _ in new_nodes]
+        for k, n in zip(kept, new_nodes):
+            k.CopyFrom(n)
+        del graph.node[:]
+        graph.node.extend(kept)
+    for node in graph.node:
+        for a in node.attribute:
+            if a.type == _GRAPH:
+                _prepare_graph(a.g, f"{node.name}/{a.name}/", funcs)
+            elif a.type == _GRAPHS:
+                for j, g in enumerate(a.graphs):
+                    _prepare_graph(g, f"{node.name}/{a.name}[{j}]/", funcs)
+
+
+def _expand(call, name: str, funcs: dict, depth: int) -> list:
+    if depth > 32:
+        raise UserError(f"model-local function {call.op_type} recurses too deeply")
+    f = funcs[(call.domain, call.op_type)]
+    rename = {}
+    for formal, actual in zip(f.input, call.input):
+        rename[formal] = actual
+    for formal, actual in zip(f.output, call.output):
+        rename[formal] = actual
+    attrs = {a.name: a for a in call.attribute}
+    defaults = {a.name: a for a in f.attribute_proto}
+    out = []
+    for j, inner in enumerate(f.node):
+        n = onnx.NodeProto()
+        n.CopyFrom(inner)
+        for lst in (n.input, n.output):
+            for k, v in enumerate(lst):
+                if v:
+                    lst[k] = rename.setdefault(v, f"{name}/{v}")
+        kept_attrs = []
+        for a in n.attribute:
+            if a.ref_attr_name:
+                src = attrs.get(a.ref_attr_name) or defaults.get(a.ref_attr_name)
+                if src is None:
+                    continue
+                b = onnx.AttributeProto()
+                b.CopyFrom(src)
+                b.name = a.name
+                kept_attrs.append(b)
+            else:
+                kept_attrs.append(a)
+        del n.attribute[:]
+        n.attribute.extend(kept_attrs)
+        inner_name = f"{name}/{inner.name or f'{inner.op_type}#{j}'}"
+        if (n.domain, n.op_type) in funcs:
+            out.extend(_expand(n, inner_name, funcs, depth + 1))
+        else:
+            n.name = inner_name
+            out.append(n)
+    return out
+
+
+def _value_types(work: onnx.ModelProto):
+    try:
+        inferred = onnx.shape_inference.infer_shapes(work, check_type=False, strict_mode=False)
+    except Exception:  # custom domains or a malformed node: use the types the model states
+        inferred = work
+    types: dict = {}
+    static: dict = {}
+
+    def visit(g):
+        for vi in list(g.input) + list(g.output) + list(g.value_info):
+            t = type_string(vi.type)
+            if t:
+                types[vi.name] = t
+            tt = vi.type.tensor_type
+            if vi.type.HasField("tensor_type") and tt.HasField("shape"):
+                static[vi.name] = all(d.HasField("dim_value") for d in tt.shape.dim)
+        for init in g.initializer:
+            types.setdefault(init.name, type_string(init.data_type))
+            static[init.name] = True
+        for n in g.node:
+            if n.op_type == "Constant" and n.domain in ("", "ai.onnx"):
+                for a in n.attribute:
+                    if a.name == "value" and a.type == onnx.AttributeProto.TENSOR:
+                        types.setdefault(n.output[0], type_string(a.t.data_type))
+            for a in n.attribute:
+                if a.type == _GRAPH:
+                    visit(a.g)
+                elif a.type == _GRAPHS:
+                    for sg in a.graphs:
+                        visit(sg)
+
+    visit(inferred.graph)
+    return types, static
