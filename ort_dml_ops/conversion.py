@@ -1,0 +1,354 @@
+"""`convert`: rewrite a model so its CumSum, CumProd and scatter nodes run on the target EP.
+
+Data flows one way: load → bring the opset to one the target serves (lowering/opset.py) →
+infer shapes → for every node of the three families in every graph (main graph, If/Loop/Scan
+bodies, model-local functions) decide native / lowered / cast / fallback (targets/ says what
+the EP runs natively) and apply the rule → validate (checker full_check, shape inference,
+graph I/O unchanged) → report, with the `inspect` report of the converted model embedded.
+
+Strategies: `native` leaves the nodes to the EP; `lower` rewrites every node a rule can
+rewrite (leaving it native, else routing it to the fallback, when no rule can); `fallback`
+routes the nodes to the project's Python custom ops; `auto` keeps a node native where the
+target EP has a kernel for it, else lowers it, else routes it to the fallback.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from typing import Any, Iterator
+
+import onnx
+import onnx_ir as ir
+
+from ._domain import DOMAIN, DOMAIN_VERSION
+from .errors import UserError
+from .lowering import FAMILY_OPS, RULES, opset as opset_rule
+from .lowering._base import RewriteContext, attr_str
+from .lowering.fallback import route_to_fallback
+from .modelio import fix_ir_version, load_model
+
+STRATEGIES = ("native", "lower", "fallback", "auto")
+TARGETS = ("dml", "cuda", "cpu")
+
+
+@dataclasses.dataclass
+class NodeReport:
+    name: str
+    op_type: str
+    domain: str
+    graph: str
+    action: str  # native / lowered / cast / fallback / refused
+    reason: str
+    emitted: list[str] = dataclasses.field(default_factory=list)
+    note: str = ""
+
+    def to_dict(self) -> dict:
+        return dataclasses.asdict(self)
+
+
+@dataclasses.dataclass
+class ConvertReport:
+    target: str
+    strategy: str
+    nodes: list[NodeReport]
+    opset: dict
+    inspect: Any = None  # the inspect report of the converted model (has .to_dict())
+
+    @property
+    def changed(self) -> bool:
+        return any(n.action != "native" for n in self.nodes) or self.opset.get("from") != self.opset.get("to")
+
+    def summary(self) -> dict:
+        out: dict[str, int] = {}
+        for n in self.nodes:
+            out[n.action] = out.get(n.action, 0) + 1
+        return out
+
+    def to_dict(self) -> dict:
+        d = {
+            "target": self.target,
+            "strategy": self.strategy,
+            "opset": self.opset,
+            "summary": self.summary(),
+            "nodes": [n.to_dict() for n in self.nodes],
+        }
+        if self.inspect is not None:
+            d["inspect"] = self.inspect.to_dict() if hasattr(self.inspect, "to_dict") else self.inspect
+        return d
+
+
+@dataclasses.dataclass
+class ConvertResult:
+    model: onnx.ModelProto
+    report: ConvertReport
+
+
+# --------------------------------------------------------------------------------------
+def convert(model: onnx.ModelProto | str | os.PathLike | bytes, target: str = "dml", *, strategy: str = "auto",
+            check_indices: bool = False, validate: bool = True, with_inspect: bool = True) -> ConvertResult:
+    """Rewrite `model` for `target` ("dml", "cuda", "cpu") with `strategy`; the input is not changed."""
+    if strategy not in STRATEGIES:
+        raise UserError(f"unknown strategy {strategy!r}; choose one of: {', '.join(STRATEGIES)}")
+    target = _target_key(target)
+    original = load_model(model)
+    proto = onnx.ModelProto()
+    proto.CopyFrom(original)
+    signature = _signature(proto.graph)
+
+    # 1. opset: bring 22–26 down to one the target serves (or refuse naming the node)
+    opset_info = opset_rule.plan(proto, target, strategy)
+    proto = opset_info.pop("model")
+
+    # 2. shapes (the project's domain ops read as their ONNX twins for inference only)
+    proto = _infer_shapes(proto)
+    model_ir = ir.serde.deserialize_model(proto)
+    names = _all_names(model_ir)
+    reports: list[NodeReport] = []
+    main_opset = model_ir.opset_imports.get("", 0)
+    for graph, where, opset in _graphs(model_ir, main_opset):
+        for node in list(graph):
+            if (_dom(node.domain), node.op_type) not in FAMILY_OPS:
+                continue
+            ctx = RewriteContext(opset=opset, target=target, names=names, check_indices=check_indices,
+                                 options={"model_opsets": dict(model_ir.opset_imports)})
+            reports.append(_convert_node(graph, node, where, ctx, strategy))
+
+    _fix_domain_import(model_ir)
+    out = ir.serde.serialize_model(model_ir)
+    fix_ir_version(out)
+    if validate:
+        _validate(out, signature)
+    report = ConvertReport(target, strategy, reports, opset_info)
+    if with_inspect:
+        report.inspect = _inspect(out, target)
+    return ConvertResult(out, report)
+
+
+def _target_key(target: str) -> str:
+    t = str(target).lower()
+    aliases = {"dmlexecutionprovider": "dml", "cudaexecutionprovider": "cuda", "cpuexecutionprovider": "cpu"}
+    t = aliases.get(t, t)
+    if t not in TARGETS:
+        raise UserError(f"unknown target {target!r}; choose one of: {', '.join(TARGETS)}")
+    return t
+
+
+def _dom(d: str) -> str:
+    return "" if d in ("", "ai.onnx") else d
+
+
+# --------------------------------------------------------------------------------------
+# per-node decision
+# --------------------------------------------------------------------------------------
+def _convert_node(graph, node: ir.Node, where: str, ctx: RewriteContext, strategy: str) -> NodeReport:
+    rep = NodeReport(node.name or "", node.op_type, node.domain, where, "native", "")
+    native, native_why = _native(node, ctx)
+    rules = [r for r in RULES if r.match(node) and r.applies_to(ctx.target)]
+    if strategy == "native":
+        rep.reason = "strategy native: " + native_why
+        return rep
+    if strategy == "fallback":
+        if node.domain == DOMAIN:
+            rep.action, rep.reason = "fallback", "already a fallback op"
+            return rep
+        return _apply_fallback(graph, node, ctx, rep, "strategy fallback")
+    if strategy == "auto" and native:
+        rep.reason = native_why
+        return rep
+    refusals = []
+    for rule in rules:
+        why = rule.check(node, ctx)
+        if why is not None:
+            refusals.append(f"{rule.name}: {why}")
+            continue
+        rw = rule.rewrite(node, ctx)
+        _replace(graph, node, rw)
+        rep.action = rule.action
+        rep.reason = (f"{native_why}; " if not native else "strategy lower; ") + rule.describe()
+        rep.emitted = [n.name for n in rw.nodes]
+        rep.note = rw.note
+        return rep
+    refused = "; ".join(refusals) if refusals else "no rule rewrites this node"
+    if native:
+        rep.reason = f"{native_why} (not lowered: {refused})"
+        return rep
+    if node.domain == DOMAIN:
+        rep.action, rep.reason = "fallback", f"{native_why}; not lowered: {refused}; stays on the Python fallback"
+        return rep
+    return _apply_fallback(graph, node, ctx, rep, f"{native_why}; not lowered: {refused}")
+
+
+def _apply_fallback(graph, node, ctx, rep: NodeReport, why: str) -> NodeReport:
+    rw = route_to_fallback(node, ctx)
+    if rw is None:
+        rep.action, rep.reason = "refused", f"{why}; the fallback has no {node.op_type}"
+        return rep
+    _replace(graph, node, rw)
+    rep.action, rep.reason, rep.emitted, rep.note = "fallback", why, [n.name for n in rw.nodes], rw.note
+    return rep
+
+
+def _replace(graph, node: ir.Node, rw) -> None:
+    old_outputs = list(node.outputs)
+    new_outputs = rw.outputs
+    for o, n in zip(old_outputs, new_outputs):
+        o_name = o.name
+        n.type = o.type if o.type is not None else n.type
+        n.shape = o.shape if o.shape is not None else n.shape
+        ir.convenience.replace_all_uses_with(o, n, replace_graph_outputs=True)
+        # keep the original output name (graph outputs, readers of the report)
+        o.name = None
+        n.name = o_name
+    inputs = [v for v in node.inputs if v is not None]
+    graph.insert_before(node, rw.nodes)
+    graph.remove(node, safe=True)
+    # drop initializers / Constant nodes only the old node read (the axis, mostly)
+    for v in inputs:
+        if v.uses() or v.is_graph_output() or v.is_graph_input():
+            continue
+        inits = getattr(graph, "initializers", None)
+        if inits is not None and v.name in inits and v.is_initializer():
+            del inits[v.name]
+        elif v.producer() is not None and v.producer().op_type == "Constant" and not v.producer().outputs[0].uses():
+            graph.remove(v.producer(), safe=True)
+    for n in [n for n in rw.nodes if n.op_type == "Constant" and not n.outputs[0].uses()]:
+        graph.remove(n, safe=True)
+
+
+def _native(node: ir.Node, ctx: RewriteContext) -> tuple[bool, str]:
+    """Does the target EP itself run this node (the capability model in targets/)?"""
+    if node.domain == DOMAIN:
+        return False, f"{DOMAIN}::{node.op_type} is a Python fallback op (CPU)"
+    try:
+        from .targets import get_target
+
+        t = get_target(ctx.target)
+        proto = ir.serde.serialize_node(node)
+        types = {}
+        for v in list(node.inputs) + list(node.outputs):
+            if v is not None and v.name and v.type is not None and v.dtype is not None:
+                types[v.name] = int(v.dtype)
+        d = t.explain(proto, ctx.options.get("model_opsets", {"": ctx.opset}), types)
+        provider = getattr(d, "provider", None)
+        reason = getattr(d, "reason", "") or ""
+        on_target = getattr(d, "on_target", provider == t.provider)
+        short = {"DmlExecutionProvider": "DML", "CUDAExecutionProvider": "CUDA", "CPUExecutionProvider": "CPU"}
+        if on_target:
+            return True, f"the {ctx.target} EP has a kernel ({reason})" if reason else f"the {ctx.target} EP has a kernel"
+        where = short.get(provider, "no EP") if provider else "no EP"
+        return False, f"not on {ctx.target}: runs on {where}" + (f" ({reason})" if reason else "")
+    except UserError:
+        raise
+    except Exception as exc:  # pragma: no cover - capability model missing or failing
+        return False, f"capability model unavailable ({type(exc).__name__}: {exc})"
+
+
+# --------------------------------------------------------------------------------------
+# graphs, names, shapes
+# --------------------------------------------------------------------------------------
+def _graphs(model: ir.Model, main_opset: int) -> Iterator[tuple[Any, str, int]]:
+    def walk(graph, where):
+        yield graph, where, main_opset
+        for node in list(graph):
+            for attr in node.attributes.values():
+                if attr.type == ir.AttributeType.GRAPH:
+                    yield from walk(attr.value, f"{where}/{node.name or node.op_type}.{attr.name}")
+                elif attr.type == ir.AttributeType.GRAPHS:
+                    for i, g in enumerate(attr.value):
+                        yield from walk(g, f"{where}/{node.name or node.op_type}.{attr.name}[{i}]")
+
+    yield from walk(model.graph, "main")
+    for func in model.functions.values():
+        # ORT inlines functions under the model's opset (DESIGN.md), so emit for that opset
+        fopset = main_opset or func.opset_imports.get("", 0)
+        yield func, f"function {func.domain}::{func.name}", fopset
+
+
+def _all_names(model: ir.Model) -> set[str]:
+    names: set[str] = set()
+    for graph, _, _ in _graphs(model, 0):
+        for v in getattr(graph, "inputs", []):
+            if v.name:
+                names.add(v.name)
+        for v in getattr(graph, "initializers", {}) or {}:
+            names.add(v)
+        for node in graph:
+            if node.name:
+                names.add(node.name)
+            for v in node.outputs:
+                if v.name:
+                    names.add(v.name)
+    return names
+
+
+_INFER_TWIN = {"CumProd": "CumSum", "CumSum": "CumSum", "ScatterElements": "ScatterElements"}
+
+
+def _infer_shapes(proto: onnx.ModelProto) -> onnx.ModelProto:
+    """Shape inference that sees through the project's domain ops (read as their ONNX twins)."""
+    twin = onnx.ModelProto()
+    twin.CopyFrom(proto)
+    touched = False
+
+    def swap(graph):
+        nonlocal touched
+        for n in graph.node:
+            if n.domain == DOMAIN and n.op_type in _INFER_TWIN:
+                n.domain, n.op_type = "", _INFER_TWIN[n.op_type]
+                touched = True
+            for a in n.attribute:
+                if a.type == onnx.AttributeProto.GRAPH:
+                    swap(a.g)
+                for g in a.graphs:
+                    swap(g)
+
+    swap(twin.graph)
+    try:
+        inferred = onnx.shape_inference.infer_shapes(twin, data_prop=True)
+    except Exception:
+        return proto
+    if not touched:
+        return inferred
+    del proto.graph.value_info[:]
+    proto.graph.value_info.extend(inferred.graph.value_info)
+    return proto
+
+
+def _fix_domain_import(model: ir.Model) -> None:
+    used = any(n.domain == DOMAIN for g, _, _ in _graphs(model, 0) for n in g)
+    if used:
+        model.opset_imports.setdefault(DOMAIN, DOMAIN_VERSION)
+    else:
+        model.opset_imports.pop(DOMAIN, None)
+    for func in model.functions.values():
+        if any(n.domain == DOMAIN for n in func):
+            func.opset_imports.setdefault(DOMAIN, DOMAIN_VERSION)
+
+
+def _signature(graph: onnx.GraphProto) -> list:
+    def sig(vs):
+        return [(v.name, v.type.SerializeToString()) for v in vs]
+
+    return [sig(graph.input), sig(graph.output)]
+
+
+def _validate(model: onnx.ModelProto, signature: list) -> None:
+    if _signature(model.graph) != signature:
+        raise AssertionError("internal error: conversion changed the graph inputs or outputs")
+    try:
+        onnx.checker.check_model(model, full_check=True)
+    except onnx.checker.ValidationError as exc:
+        first = str(exc).strip().splitlines()[0]
+        raise UserError(f"the converted model does not pass onnx.checker ({first})") from None
+
+
+def _inspect(model: onnx.ModelProto, target: str):
+    try:
+        from .inspection import inspect
+    except ImportError:
+        return None
+    try:
+        return inspect(model, target)
+    except Exception as exc:  # never let the report's extra lose the conversion
+        return {"error": f"{type(exc).__name__}: {exc}"}

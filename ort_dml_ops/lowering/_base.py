@@ -1,0 +1,200 @@
+"""What every rewrite rule shares: the rule interface, its outcome, and a node emitter.
+
+A rule looks at one node (`match`), decides whether it can rewrite it here (`check`, which
+returns a reason when it cannot) and emits replacement nodes (`rewrite`). The emitter builds
+onnx-ir nodes with names unique in the whole model and spells version-dependent operators
+(Split, Pad, Slice, Unsqueeze, Reduce*) the way the graph's opset wants them.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, Sequence
+
+import numpy as np
+import onnx_ir as ir
+
+from .._domain import DOMAIN
+
+#: Oldest ai.onnx opset the rules emit for (CumSum and ScatterElements start at 11).
+MIN_OPSET = 11
+
+
+class RuleRefused(Exception):
+    """A rule cannot rewrite this node; the message is the reason shown in the report."""
+
+
+@dataclasses.dataclass
+class RewriteContext:
+    """Everything a rule may consult besides the node itself."""
+
+    opset: int  # ai.onnx opset of the graph (or function) holding the node
+    target: str = "dml"
+    names: set[str] = dataclasses.field(default_factory=set)  # every node and value name in use
+    check_indices: bool = False
+    #: per (domain, op_type, version): does the target EP run it natively (set by conversion)
+    options: dict[str, Any] = dataclasses.field(default_factory=dict)
+
+    def unique(self, hint: str) -> str:
+        hint = hint or "n"
+        name, k = hint, 0
+        while name in self.names:
+            k += 1
+            name = f"{hint}_{k}"
+        self.names.add(name)
+        return name
+
+
+@dataclasses.dataclass
+class Rewrite:
+    """A rule's result: nodes to insert, and for each output of the old node its new value."""
+
+    nodes: list[ir.Node]
+    outputs: list[ir.Value]
+    note: str = ""  # precision consequence or other detail for the report
+
+
+class Rule:
+    """Base class: subclasses set `name`, `targets` (op types) and implement check / rewrite."""
+
+    name: str = "rule"
+    #: (domain, op_type) pairs the rule applies to; domain "" is ai.onnx.
+    ops: tuple[tuple[str, str], ...] = ()
+    action: str = "lowered"  # what the report calls it: lowered / cast / fallback / native
+    targets: tuple[str, ...] = ("dml", "cuda", "cpu")
+    summary: str = ""  # one line for the report
+
+    def applies_to(self, target: str) -> bool:
+        return target in self.targets
+
+    def describe(self) -> str:
+        return f"{self.action} by rule {self.name}" + (f" ({self.summary})" if self.summary else "")
+
+    def match(self, node: ir.Node) -> bool:
+        return (_dom(node.domain), node.op_type) in self.ops
+
+    def check(self, node: ir.Node, ctx: RewriteContext) -> str | None:
+        """None when the rule can rewrite `node`, else the reason it cannot."""
+        return None
+
+    def rewrite(self, node: ir.Node, ctx: RewriteContext) -> Rewrite:  # pragma: no cover
+        raise NotImplementedError
+
+
+def _dom(domain: str) -> str:
+    return "" if domain in ("", "ai.onnx") else domain
+
+
+def is_domain_op(node: ir.Node, op_type: str) -> bool:
+    return node.domain == DOMAIN and node.op_type == op_type
+
+
+def attr_int(node: ir.Node, name: str, default: int = 0) -> int:
+    a = node.attributes.get(name)
+    return default if a is None else int(a.value)
+
+
+def attr_str(node: ir.Node, name: str, default: str = "") -> str:
+    a = node.attributes.get(name)
+    if a is None:
+        return default
+    v = a.value
+    return v.decode() if isinstance(v, bytes) else str(v)
+
+
+def const_array(value: ir.Value | None) -> np.ndarray | None:
+    """The value's constant content (initializer or Constant node output), else None."""
+    if value is None:
+        return None
+    t = value.const_value
+    if t is None and value.producer() is not None and value.producer().op_type == "Constant" and _dom(value.producer().domain) == "":
+        attr = value.producer().attributes.get("value")
+        if attr is not None:
+            t = attr.value
+    if t is None:
+        return None
+    try:
+        return t.numpy()
+    except Exception:  # pragma: no cover - external data not loaded, etc.
+        return None
+
+
+def static_shape(value: ir.Value) -> list[int | None] | None:
+    """Dims as ints (None where symbolic); None when even the rank is unknown."""
+    if value.shape is None:
+        return None
+    return [d if isinstance(d, int) else None for d in value.shape]
+
+
+class Emitter:
+    """Builds replacement nodes for one original node."""
+
+    def __init__(self, ctx: RewriteContext, prefix: str):
+        self.ctx = ctx
+        self.prefix = prefix or "node"
+        self.nodes: list[ir.Node] = []
+
+    # -- plumbing -------------------------------------------------------------------------
+    def op(self, op_type: str, *inputs: ir.Value | None, outputs: int = 1, domain: str = "", dtype: ir.DataType | None = None, shape: Sequence[int | None] | None = None, **attrs: Any):
+        name = self.ctx.unique(f"{self.prefix}/{op_type}")
+        outs = [ir.Value(name=self.ctx.unique(f"{name}:{i}")) for i in range(outputs)]
+        attributes = [ir.convenience.convert_attribute(k, v) for k, v in attrs.items() if v is not None]
+        node = ir.Node(domain, op_type, list(inputs), attributes, outputs=outs, name=name)
+        if dtype is not None:
+            for o in outs:
+                o.dtype = dtype
+        if shape is not None:
+            for o in outs:
+                o.shape = ir.Shape([d if d is not None else None for d in shape])
+        self.nodes.append(node)
+        return outs[0] if outputs == 1 else tuple(outs)
+
+    def const(self, array: Any, dtype: Any = None) -> ir.Value:
+        arr = np.asarray(array, dtype=dtype)
+        return self.op("Constant", value=ir.tensor(arr), dtype=ir.DataType.from_numpy(arr.dtype), shape=list(arr.shape))
+
+    def i64(self, values: Sequence[int] | int) -> ir.Value:
+        return self.const(np.asarray(values, dtype=np.int64))
+
+    def scalar(self, value: Any, dtype: ir.DataType) -> ir.Value:
+        return self.const(np.asarray(value, dtype=dtype.numpy()))
+
+    # -- version-dependent spellings ------------------------------------------------------
+    @property
+    def opset(self) -> int:
+        return self.ctx.opset
+
+    def split(self, x: ir.Value, sizes: Sequence[int], axis: int) -> list[ir.Value]:
+        if len(sizes) == 1:
+            return [x]
+        if self.opset >= 13:
+            outs = self.op("Split", x, self.i64(list(sizes)), outputs=len(sizes), axis=axis)
+        else:
+            outs = self.op("Split", x, outputs=len(sizes), axis=axis, split=list(sizes))
+        return list(outs)
+
+    def slice(self, x: ir.Value, starts: Sequence[int], ends: Sequence[int], axes: Sequence[int]) -> ir.Value:
+        return self.op("Slice", x, self.i64(starts), self.i64(ends), self.i64(axes))
+
+    def pad(self, x: ir.Value, pads: Sequence[int] | ir.Value, value: ir.Value) -> ir.Value:
+        p = pads if isinstance(pads, ir.Value) else self.i64(list(pads))
+        return self.op("Pad", x, p, value, mode="constant")
+
+    def unsqueeze(self, x: ir.Value, axes: Sequence[int]) -> ir.Value:
+        if self.opset >= 13:
+            return self.op("Unsqueeze", x, self.i64(list(axes)))
+        return self.op("Unsqueeze", x, axes=list(axes))
+
+    def reshape(self, x: ir.Value, shape: Sequence[int] | ir.Value) -> ir.Value:
+        s = shape if isinstance(shape, ir.Value) else self.i64(list(shape))
+        return self.op("Reshape", x, s)
+
+    def cast(self, x: ir.Value, to: ir.DataType) -> ir.Value:
+        return self.op("Cast", x, to=int(to), dtype=to)
+
+    def done(self, outputs: Sequence[ir.Value], note: str = "") -> Rewrite:
+        return Rewrite(self.nodes, list(outputs), note)
+
+
+def dtype_of(value: ir.Value) -> ir.DataType | None:
+    return value.dtype if value.type is not None else None
