@@ -95,3 +95,12 @@ def type_resolver(node_inputs, node_outputs, bind, value_type):
         return None
 
     return resolve
+
+
+@lru_cache(maxsize=None)
+def allowed_types(op: str, domain: str, opset: int | None) -> dict:
+    """Schema type constraints: name -> frozenset of allowed type strings."""
+    s = get_schema(op, domain, opset)
+    if s is None:
+        return {}
+    return {c.type_param_str: frozenset(c.allowed_type_strs) for c in s.type_constraints}

@@ -152,6 +152,11 @@ class Target:
         since = schema.since_version
         bind = schemas.bindings(op, domain, opset)
         resolve = schemas.type_resolver(node.input, node.output, bind, value_type)
+        for cname, allowed in schemas.allowed_types(op, domain, opset).items():
+            t = resolve(cname)
+            if t is not None and allowed and t not in allowed:
+                return Decision(None, f"invalid model: {op}-{since} does not allow {cname}={t} "
+                                      "(ONNX Runtime rejects the model at load)", since)
 
         why_off = None
         tk = None
