@@ -111,7 +111,7 @@ def convert(model: onnx.ModelProto | str | os.PathLike | bytes, target: str = "d
             if (_dom(node.domain), node.op_type) not in FAMILY_OPS:
                 continue
             ctx = RewriteContext(opset=opset, target=target, names=names, check_indices=check_indices,
-                                 options={"model_opsets": dict(model_ir.opset_imports)})
+                                 options={"model_opsets": dict(model_ir.opset_imports)}, graph=graph)
             reports.append(_convert_node(graph, node, where, ctx, strategy))
 
     _fix_domain_import(model_ir)

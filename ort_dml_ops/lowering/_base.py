@@ -34,6 +34,7 @@ class RewriteContext:
     check_indices: bool = False
     #: per (domain, op_type, version): does the target EP run it natively (set by conversion)
     options: dict[str, Any] = dataclasses.field(default_factory=dict)
+    graph: Any = None  # the ir.Graph / ir.Function the node lives in (initializers go there)
 
     def unique(self, hint: str) -> str:
         hint = hint or "n"
@@ -151,6 +152,13 @@ class Emitter:
 
     def const(self, array: Any, dtype: Any = None) -> ir.Value:
         arr = np.asarray(array, dtype=dtype)
+        graph = self.ctx.graph
+        if isinstance(graph, ir.Graph):  # an initializer: ORT folds Constant nodes into one anyway
+            v = ir.Value(name=self.ctx.unique(f"{self.prefix}/const"), const_value=ir.tensor(arr))
+            v.dtype = ir.DataType.from_numpy(arr.dtype)
+            v.shape = ir.Shape(list(arr.shape))
+            graph.register_initializer(v)
+            return v
         return self.op("Constant", value=ir.tensor(arr), dtype=ir.DataType.from_numpy(arr.dtype), shape=list(arr.shape))
 
     def i64(self, values: Sequence[int] | int) -> ir.Value:

@@ -1,0 +1,156 @@
+"""`ort-dml-ops convert IN -o OUT [--target] [--strategy] [--report FILE.json] [--json] [--verify] [--check-indices]`."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+
+from ..errors import UserError
+
+EPILOG = """\
+examples:
+  ort-dml-ops convert model.onnx -o model.dml.onnx                 # auto: native, else lowered, else fallback
+  ort-dml-ops convert model.onnx -o out.onnx --strategy lower --verify
+  ort-dml-ops convert model.onnx -o out.onnx --target cuda --report report.json
+  ort-dml-ops convert model.onnx -o out.onnx --json                 # print the report as JSON
+
+The report lists, for every CumSum / CumProd / Scatter* node, what was done (native / lowered /
+cast / fallback) and why, and the nodes emitted for it; see docs/convert.md.
+"""
+
+
+def add_parser(subparsers) -> None:
+    p = subparsers.add_parser(
+        "convert",
+        help="rewrite a model so its CumSum, CumProd and ScatterElements run on the target EP",
+        description="Rewrite MODEL so that every CumSum, CumProd and ScatterElements/ScatterND node runs "
+                    "on the target execution provider, and write the result to OUT (never over MODEL).",
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("model", metavar="IN", help="path to an .onnx model")
+    p.add_argument("-o", "--output", metavar="OUT", required=True, help="where to write the converted model")
+    p.add_argument("--target", choices=("dml", "cuda", "cpu"), default="dml", help="execution provider (default dml)")
+    p.add_argument("--strategy", choices=("auto", "native", "lower", "fallback"), default="auto",
+                   help="auto (default): native where the EP has a kernel, else lower, else fallback")
+    p.add_argument("--report", metavar="FILE.json", help="also write the report as JSON to FILE.json")
+    p.add_argument("--json", action="store_true", help="print the report as one JSON object")
+    p.add_argument("--verify", action="store_true",
+                   help="run original and converted model on random inputs (ONNX Runtime CPU) and fail on a difference")
+    p.add_argument("--check-indices", action="store_true",
+                   help="make out-of-range scatter indices fail at run time instead of writing elsewhere")
+    p.set_defaults(func=run)
+
+
+def run(args) -> int:
+    from ..conversion import convert
+    from ..modelio import load_model, save_model_atomic
+
+    src = Path(args.model)
+    out = Path(args.output)
+    if src.exists() and out.exists() and out.resolve() == src.resolve():
+        raise UserError(f"{out}: the output path is the input model; choose another output path")
+    if src.exists() and out.resolve() == src.resolve():
+        raise UserError(f"{out}: the output path is the input model; choose another output path")
+    model = load_model(src)
+    result = convert(model, args.target, strategy=args.strategy, check_indices=args.check_indices)
+    if args.verify:
+        problems = verify(model, result.model)
+        if problems:
+            raise UserError("verify failed: " + "; ".join(problems))
+    save_model_atomic(result.model, out, source=src)
+    report = result.report.to_dict()
+    if args.verify:
+        report["verify"] = "ok"
+    if args.report:
+        rp = Path(args.report)
+        if rp.resolve() in (src.resolve(), out.resolve()):
+            raise UserError(f"{rp}: the report path is a model path")
+        rp.write_text(json.dumps(report, indent=2) + "\n")
+    if args.json:
+        print(json.dumps(report, indent=2))
+    else:
+        s = result.report.summary()
+        parts = ", ".join(f"{v} {k}" for k, v in sorted(s.items())) or "no CumSum/CumProd/Scatter nodes"
+        print(f"{out}: {parts} (target {result.report.target}, strategy {result.report.strategy})"
+              + ("; verified" if args.verify else ""))
+        for n in result.report.nodes:
+            print(f"  {n.name or n.op_type}: {n.action} - {n.reason}", file=sys.stdout)
+    return 0
+
+
+# --------------------------------------------------------------------------------------
+def _session(model_bytes: bytes, uses_domain: bool):
+    if uses_domain:
+        try:
+            from ..session import InferenceSession
+        except ImportError:
+            raise UserError("--verify: the model uses the project's fallback ops and ort_dml_ops.InferenceSession is not available") from None
+        return InferenceSession(model_bytes, providers=["CPUExecutionProvider"])
+    import onnxruntime as ort
+
+    return ort.InferenceSession(model_bytes, providers=["CPUExecutionProvider"])
+
+
+def random_inputs(model, seed: int = 0) -> dict:
+    import onnx
+
+    rng = np.random.default_rng(seed)
+    inits = {i.name for i in model.graph.initializer}
+    feeds = {}
+    for vi in model.graph.input:
+        if vi.name in inits:
+            continue
+        tt = vi.type.tensor_type
+        dt = onnx.helper.tensor_dtype_to_np_dtype(tt.elem_type)
+        shape = [d.dim_value if d.HasField("dim_value") else 3 for d in tt.shape.dim]
+        if np.issubdtype(dt, np.floating) or dt.kind == "V":
+            arr = rng.uniform(0.5, 1.5, shape).astype(np.float32).astype(dt)
+        elif dt == np.bool_:
+            arr = rng.integers(0, 2, shape).astype(bool)
+        else:  # small non-negative ints stay valid as indices into any axis of length >= 2
+            arr = rng.integers(0, 2, shape).astype(dt)
+        feeds[vi.name] = arr
+    return feeds
+
+
+def verify(original, converted, feeds: dict | None = None, rtol: float = 1e-3, atol: float = 1e-5) -> list[str]:
+    """Run both models on the CPU EP; return one line per output that differs (empty = ok)."""
+    from .._domain import DOMAIN
+    from ..modelio import fix_ir_version
+
+    def uses(m):
+        return any(o.domain == DOMAIN for o in m.opset_import)
+
+    import onnx
+
+    o = onnx.ModelProto()
+    o.CopyFrom(original)
+    fix_ir_version(o)
+    feeds = feeds or random_inputs(original)
+    try:
+        a = _session(o.SerializeToString(), uses(o)).run(None, feeds)
+    except UserError:
+        raise
+    except Exception as exc:
+        raise UserError(f"--verify: the original model does not run on the CPU EP ({str(exc).splitlines()[0]})") from None
+    b = _session(converted.SerializeToString(), uses(converted)).run(None, feeds)
+    problems = []
+    for out, x, y in zip(original.graph.output, a, b):
+        x, y = np.asarray(x), np.asarray(y)
+        if x.shape != y.shape or x.dtype != y.dtype:
+            problems.append(f"{out.name}: {x.dtype}{list(x.shape)} vs {y.dtype}{list(y.shape)}")
+            continue
+        if np.issubdtype(x.dtype, np.floating):
+            tol = rtol if x.dtype != np.float16 else 1e-2
+            ok = np.allclose(x, y, rtol=tol, atol=atol, equal_nan=True)
+        else:
+            ok = np.array_equal(x, y)
+        if not ok:
+            d = np.max(np.abs(x.astype(np.float64) - y.astype(np.float64)))
+            problems.append(f"{out.name}: max abs difference {d:.3g}")
+    return problems

@@ -1,0 +1,155 @@
+"""CumProd lowering (lowering/cumprod.py) against numpy and ONNX Runtime's native CumProd-26.
+
+Floats: |lowered - reference| <= 2·(k+1)·u·|exact prefix| per output (k = elements in the prefix,
+u = unit roundoff), i.e. rtol = 2·n·u: any association of k multiplications has relative error
+≤ γ_k (see docs/convert.md), both the reference and the lowering. Integers: bit-exact.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import onnx
+import pytest
+
+from ort_dml_ops import DOMAIN
+from ort_dml_ops.conversion import convert
+from ort_dml_ops.lowering.cumprod import block_size
+
+from ._util import op_types, run_cpu, single_op
+
+
+def ref_cumprod(x, axis, exclusive=0, reverse=0):
+    x = np.moveaxis(np.asarray(x), axis, -1)
+    if reverse:
+        x = x[..., ::-1]
+    y = np.cumprod(x, axis=-1, dtype=x.dtype)
+    if exclusive:
+        y = np.concatenate([np.ones_like(y[..., :1]), y[..., :-1]], axis=-1)
+    if reverse:
+        y = y[..., ::-1]
+    return np.moveaxis(y, -1, axis)
+
+
+def lowered(shape, axis, exclusive, reverse, dtype=np.float32, onnx26=False):
+    dom = "" if onnx26 else DOMAIN
+    m = single_op("CumProd", [("x", dtype, shape)], {"exclusive": exclusive, "reverse": reverse},
+                  opset=26 if onnx26 else 17, domain=dom, inits={"axis": np.array(axis, np.int64)})
+    r = convert(m, "dml", strategy="lower")
+    assert ("", "CumProd") not in op_types(r.model) and (DOMAIN, "CumProd") not in op_types(r.model)
+    assert not {t for _, t in op_types(r.model)} & {"Exp", "Log"}
+    assert r.report.nodes[0].action == "lowered"
+    return r
+
+
+def sample(shape, dtype, rng):
+    shape = [d if isinstance(d, int) else 5 for d in shape]
+    if np.issubdtype(dtype, np.integer):
+        lo = 0 if np.issubdtype(dtype, np.unsignedinteger) else -3
+        return rng.integers(lo, 4, shape).astype(dtype)  # overflow wraps: must still be exact
+    return rng.uniform(0.5, 1.5, shape).astype(dtype) * rng.choice([-1, 1], shape).astype(dtype)
+
+
+SHAPES = [  # (shape, axis): single chain, blocked (divisible / padded), transposed, symbolic dims
+    ([3, 5], 1), ([4, 7], 0), ([2, 40, 3], 1), ([2, 37, 20], -2), ([100], 0), ([3, 64], -1),
+    ([1, 1, 3, 4], 3), (["N", 50, 3], 1), ([2, "L"], 1), (["B", 33], -1), ([6, 1], 1), ([0, 4], 1),
+]
+
+
+@pytest.mark.parametrize("shape,axis", SHAPES)
+@pytest.mark.parametrize("exclusive", [0, 1])
+@pytest.mark.parametrize("reverse", [0, 1])
+def test_float32_against_numpy(shape, axis, exclusive, reverse):
+    rng = np.random.default_rng(abs(hash((str(shape), axis, exclusive, reverse))) % 2**32)
+    r = lowered(shape, axis, exclusive, reverse)
+    x = sample(shape, np.float32, rng)
+    (y,) = run_cpu(r.model, {"x": x})
+    want = ref_cumprod(x.astype(np.float64), axis, exclusive, reverse)
+    n = x.shape[axis]
+    u = np.finfo(np.float32).eps / 2
+    np.testing.assert_allclose(y, want, rtol=2 * (n + 1) * u, atol=0)
+
+
+INT_TYPES = [np.int32, np.int64, np.uint32, np.uint64]
+
+
+@pytest.mark.parametrize("dtype", INT_TYPES + [np.float64])
+@pytest.mark.parametrize("exclusive,reverse", [(0, 0), (1, 1), (1, 0)])
+@pytest.mark.parametrize("shape,axis", [([3, 70], 1), ([45, 2], 0), ([2, "L"], -1)])
+def test_against_ort_native_cumprod26(dtype, exclusive, reverse, shape, axis):
+    """ORT's CPU CumProd-26 is the independent reference; integers (with wrap-around) bit-exact."""
+    rng = np.random.default_rng(7)
+    x = sample(shape, dtype, rng)
+    native = single_op("CumProd", [("x", dtype, shape)], {"exclusive": exclusive, "reverse": reverse},
+                       opset=26, inits={"axis": np.array(axis, np.int64)})
+    (want,) = run_cpu(native, {"x": x})
+    r = lowered(shape, axis, exclusive, reverse, dtype, onnx26=True)
+    (y,) = run_cpu(r.model, {"x": x})
+    assert y.dtype == want.dtype
+    if np.issubdtype(dtype, np.integer):
+        np.testing.assert_array_equal(y, want)
+    else:
+        np.testing.assert_allclose(y, want, rtol=2 * (x.shape[axis] + 1) * np.finfo(dtype).eps, atol=0)
+
+
+@pytest.mark.parametrize("dtype", [np.float16])
+def test_float16(dtype):
+    rng = np.random.default_rng(3)
+    x = rng.uniform(0.9, 1.1, [4, 40]).astype(dtype)
+    r = lowered([4, 40], 1, 0, 0, dtype)
+    (y,) = run_cpu(r.model, {"x": x})
+    want = ref_cumprod(x.astype(np.float64), 1)
+    np.testing.assert_allclose(y.astype(np.float64), want, rtol=2 * 41 * 2.0**-11)
+
+
+@pytest.mark.parametrize("shape,axis", [([3, 9], 1), ([2, 50], 1), ([2, "L"], 1)])
+@pytest.mark.parametrize("exclusive,reverse", [(0, 0), (1, 1)])
+def test_nan_inf_zero_propagate_like_reference(shape, axis, exclusive, reverse):
+    rng = np.random.default_rng(11)
+    x = sample(shape, np.float32, rng)
+    flat = x.reshape(-1)
+    flat[[1, 5, 7]] = [np.nan, np.inf, 0.0]
+    flat[-3] = -np.inf
+    native = single_op("CumProd", [("x", np.float32, shape)], {"exclusive": exclusive, "reverse": reverse},
+                       opset=26, inits={"axis": np.array(axis, np.int64)})
+    (want,) = run_cpu(native, {"x": x})
+    (y,) = run_cpu(lowered(shape, axis, exclusive, reverse).model, {"x": x})
+    np.testing.assert_array_equal(np.isnan(y), np.isnan(want))
+    np.testing.assert_array_equal(np.isinf(y), np.isinf(want))
+    np.testing.assert_array_equal(np.signbit(y[np.isinf(y)]), np.signbit(want[np.isinf(want)]))
+    finite = np.isfinite(want)
+    np.testing.assert_allclose(y[finite], want[finite], rtol=1e-5)
+
+
+def test_seed_examples():
+    """DML_CUMULATIVE_PRODUCT_OPERATOR_DESC examples (seeds/001): {1,1,3,4} tensor."""
+    x = np.array([[[[2, 1, 3, 5], [3, 8, 7, 3], [9, 6, 2, 4]]]], np.float32)
+    cases = [
+        (3, 0, 0, [[2, 2, 6, 30], [3, 24, 168, 504], [9, 54, 108, 432]]),
+        (3, 1, 0, [[1, 2, 2, 6], [1, 3, 24, 168], [1, 9, 54, 108]]),
+        (3, 0, 1, [[30, 15, 15, 5], [504, 168, 21, 3], [432, 48, 8, 4]]),
+        (2, 0, 0, [[2, 1, 3, 5], [6, 8, 21, 15], [54, 48, 42, 60]]),
+    ]
+    for axis, exclusive, reverse, want in cases:
+        (y,) = run_cpu(lowered([1, 1, 3, 4], axis, exclusive, reverse).model, {"x": x})
+        np.testing.assert_array_equal(y[0, 0], np.array(want, np.float32))
+
+
+def test_block_size():
+    for n in list(range(33, 300)) + [1024, 4096, 65537, 10007]:
+        B, b = block_size(n)
+        assert B * b >= n and B * b - n < b, n
+        assert b <= 2 * int(np.sqrt(n)) + 2
+
+
+def test_refuses_dynamic_axis_input():
+    m = single_op("CumProd", [("x", np.float32, [3, 4]), ("axis", np.int64, [])], domain=DOMAIN)
+    r = convert(m, "dml", strategy="lower")
+    node = r.report.nodes[0]
+    assert node.action == "fallback" and "axis input is not a constant" in node.reason
+
+
+def test_checker_and_shape_inference_pass():
+    r = lowered(["N", 50, 3], 1, 1, 1)
+    onnx.checker.check_model(r.model, full_check=True)
+    inferred = onnx.shape_inference.infer_shapes(r.model, strict_mode=True)
+    assert inferred.graph.output[0].name == "y"
