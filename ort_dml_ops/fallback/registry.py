@@ -1,0 +1,92 @@
+"""Register the fallback kernels with onnxruntime-extensions, once per process, with a fast path.
+
+The library allows one dtype per op name and none for float16/bfloat16, so each kernel is
+registered once per dtype under a private name, `<Op>_<dtype>` in KERNEL_DOMAIN; the session
+rewrites its private copy of a model to those names (see rewrite.py).
+
+Fast path: the library's stock hook returns every output as a Python list (`tolist()`),
+40-75x slower than a native kernel on large tensors. Its C++ side accepts a numpy array as
+well, so we install a hook that passes our kernels' arrays straight through and hands every
+other PyOp in the process to the stock hook unchanged (string outputs keep working).
+"""
+
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+from onnxruntime_extensions import PyCustomOpDef, get_library_path
+from onnxruntime_extensions import _ocos
+
+from .._domain import DOMAIN
+from . import kernels
+
+#: Private domain of the per-dtype kernels; users write DOMAIN::<Op>, never these names.
+KERNEL_DOMAIN = DOMAIN + ".fallback"
+KERNEL_DOMAIN_VERSION = 1
+
+D = PyCustomOpDef
+#: numpy dtype name -> extensions type code, for the types the library can carry.
+SCAN_TYPES = {"float32": D.dt_float, "float64": D.dt_double, "int32": D.dt_int32, "int64": D.dt_int64,
+              "uint32": D.dt_uint32, "uint64": D.dt_uint64}
+SCATTER_TYPES = {**SCAN_TYPES, "int8": D.dt_int8, "int16": D.dt_int16, "uint8": D.dt_uint8,
+                 "uint16": D.dt_uint16, "bool": D.dt_bool, "string": D.dt_string}
+# No complex types: ONNX Runtime's custom-op API refuses them (and its CPU EP has no kernel).
+#: Types carried as float32 with the real type in the `compute` attribute.
+VIA_FLOAT32 = ("float16", "bfloat16")
+
+_SCAN_ATTRS = {"exclusive": D.dt_int64, "reverse": D.dt_int64, "compute": D.dt_string}
+_SCATTER_ATTRS = {"axis": D.dt_int64, "reduction": D.dt_string, "compute": D.dt_string}
+
+# Process-wide state lives on the extensions module itself, so that two copies of this module
+# (a reload, or an import under another name) still register each kernel exactly once.
+_STATE_KEY = "_ort_dml_ops_fallback"
+_lock = threading.Lock()
+
+
+def kernel_name(op: str, dtype: str) -> str:
+    return f"{op}_{dtype}"
+
+
+def _state() -> dict:
+    state = getattr(_ocos, _STATE_KEY, None)
+    if state is None:
+        state = {"kernels": {}, "stock_hook": _ocos._on_pyop_invocation}
+        setattr(_ocos, _STATE_KEY, state)
+    return state
+
+
+def register() -> str:
+    """Register every fallback kernel (idempotent) and return the custom-op library path."""
+    with _lock:
+        state = _state()
+        if not state["kernels"]:
+            for dtype, code in SCAN_TYPES.items():
+                for op in ("CumSum", "CumProd"):
+                    _add(state, op, dtype, [code, D.dt_int64], code, _SCAN_ATTRS, kernels.scan_kernel(op))
+            for dtype, code in SCATTER_TYPES.items():
+                _add(state, "ScatterElements", dtype, [code, D.dt_int64, code], code, _SCATTER_ATTRS, kernels.scatter_kernel)
+            D.install_hooker(_fast_invoke)
+    return get_library_path()
+
+
+def _add(state, op, dtype, inputs, output, attrs, body) -> None:
+    opdef = _ocos.Opdef.create(
+        body, op_type=f"{KERNEL_DOMAIN}::{kernel_name(op, dtype)}", inputs=inputs, outputs=[output], attrs=attrs
+    )
+    state["kernels"][opdef._id] = (opdef, op, dtype)
+
+
+def _fast_invoke(k_id, feed, attributes):
+    entry = _state()["kernels"].get(k_id)
+    if entry is None:
+        return _state()["stock_hook"](k_id, feed, attributes)
+    opdef, op, dtype = entry
+    try:
+        result = opdef.body(*feed, **opdef.cast_attributes(attributes))
+    except Exception as exc:  # ORT shows this text: name the op and the problem
+        message = str(exc) if str(exc).startswith(op) else f"{op}: {exc}"
+        raise RuntimeError(f"{DOMAIN}::{op} fallback ({dtype}): {message}") from None
+    if dtype == "string":
+        return k_id, result.shape, result.reshape(-1).tolist()
+    return k_id, result.shape, np.ascontiguousarray(result)

@@ -1,0 +1,100 @@
+"""`InferenceSession`: a real onnxruntime.InferenceSession with the fallback ops registered.
+
+`providers=None` picks the best EP this onnxruntime build has: DirectML, then CUDA, then CPU.
+DirectML is always asked for with a `device_id`: by its plain name ORT silently falls back to
+the CPU where dxcore.dll is missing. A requested provider that did not become active is warned
+about, not hidden.
+"""
+
+from __future__ import annotations
+
+import os
+import warnings
+
+import onnx
+import onnxruntime as ort
+
+from . import fallback
+from .modelio import fix_ir_version, load_model
+
+DML, CUDA, CPU = "DmlExecutionProvider", "CUDAExecutionProvider", "CPUExecutionProvider"
+#: Short names accepted wherever a provider is named (CLI `--provider`, `providers=`).
+SHORT_NAMES = {"dml": DML, "directml": DML, "cuda": CUDA, "cpu": CPU}
+_DEFAULT_OPTIONS = {DML: {"device_id": "0"}}
+
+
+class ProviderWarning(UserWarning):
+    """A requested execution provider is not active in the session."""
+
+
+def resolve_providers(providers=None) -> list:
+    """ORT's `providers` list: full names, with the options DirectML needs; short names allowed."""
+    if providers is None:
+        available = ort.get_available_providers()
+        chosen = [p for p in (DML, CUDA) if p in available][:1]
+        providers = [*chosen, CPU]
+    resolved = []
+    for p in providers:
+        name, options = (p if isinstance(p, tuple) else (p, None))
+        name = SHORT_NAMES.get(str(name).lower(), name)
+        if options is None and name in _DEFAULT_OPTIONS:
+            options = dict(_DEFAULT_OPTIONS[name])
+        resolved.append((name, options) if options is not None else name)
+    return resolved
+
+
+def _provider_name(p) -> str:
+    return p[0] if isinstance(p, tuple) else p
+
+
+def InferenceSession(model, providers=None, sess_options: ort.SessionOptions | None = None, **kwargs) -> ort.InferenceSession:
+    """Create an onnxruntime.InferenceSession for `model` (a path, bytes or onnx.ModelProto).
+
+    Models using DOMAIN ops run through the Python fallback; the caller's model is untouched.
+    """
+    providers = resolve_providers(providers)
+    so = sess_options if sess_options is not None else ort.SessionOptions()
+    if DML in [_provider_name(p) for p in providers]:
+        so.enable_mem_pattern = False  # required by the DirectML EP
+        so.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
+
+    source = _session_source(model)
+    if isinstance(source, onnx.ModelProto) and fallback.uses_fallback(source):
+        _register_library_once(so)
+        source = fallback.prepare(source)
+    if isinstance(source, onnx.ModelProto):
+        source = fix_ir_version(source).SerializeToString()
+    session = ort.InferenceSession(source, so, providers=providers, **kwargs)
+
+    active = session.get_providers()
+    missing = [_provider_name(p) for p in providers if _provider_name(p) not in active]
+    if missing:
+        warnings.warn(
+            f"requested execution provider(s) not active: {', '.join(missing)}; running on {', '.join(active)}",
+            ProviderWarning,
+            stacklevel=2,
+        )
+    return session
+
+
+def _session_source(model):
+    """A path ORT can open itself (keeps external data working), or a ModelProto to inspect."""
+    if isinstance(model, (str, os.PathLike)):
+        proto = load_model(model, load_external_data=False)
+        if not fallback.uses_fallback(proto):
+            return os.fspath(model)
+        return load_model(model)
+    return load_model(model)
+
+
+def _register_library_once(so: ort.SessionOptions) -> None:
+    # A SessionOptions object accepts the same library once; remember we did it.
+    path = fallback.register()
+    registered = getattr(so, "_ort_dml_ops_library", None) if hasattr(so, "__dict__") else None
+    if registered == path:
+        return
+    so.register_custom_ops_library(path)
+    try:
+        so._ort_dml_ops_library = path
+    except AttributeError:
+        pass
