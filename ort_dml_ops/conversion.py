@@ -104,6 +104,7 @@ def convert(model: onnx.ModelProto | str | os.PathLike | bytes, target: str = "d
     proto = _infer_shapes(proto)
     model_ir = ir.serde.deserialize_model(proto)
     names = _all_names(model_ir)
+    _function_input_types(proto, model_ir)
     reports: list[NodeReport] = []
     main_opset = model_ir.opset_imports.get("", 0)
     for graph, where, opset in _graphs(model_ir, main_opset):
@@ -115,7 +116,12 @@ def convert(model: onnx.ModelProto | str | os.PathLike | bytes, target: str = "d
             reports.append(_convert_node(graph, node, where, ctx, strategy))
 
     _fix_domain_import(model_ir)
-    out = ir.serde.serialize_model(model_ir)
+    if not any(r.action not in ("native",) or r.emitted for r in reports) and not opset_info.get("changed"):
+        out = onnx.ModelProto()  # nothing to do: the model as given (idempotency)
+        out.CopyFrom(original)
+    else:
+        out = ir.serde.serialize_model(model_ir)
+        _keep_value_info(out, _value_info_names(original))
     fix_ir_version(out)
     if validate:
         _validate(out, signature)
@@ -265,6 +271,23 @@ def _graphs(model: ir.Model, main_opset: int) -> Iterator[tuple[Any, str, int]]:
         yield func, f"function {func.domain}::{func.name}", fopset
 
 
+def _function_input_types(proto: onnx.ModelProto, model: ir.Model) -> None:
+    """Function bodies are not shape-inferred; their value_info (IR >= 10) may type the inputs."""
+    for fp in proto.functions:
+        func = model.functions.get((fp.domain, fp.name, getattr(fp, "overload", "")))
+        if func is None:
+            continue
+        infos = {vi.name: vi for vi in fp.value_info}
+        for v in func.inputs:
+            vi = infos.get(v.name)
+            if vi is None or v.shape is not None or not vi.type.HasField("tensor_type"):
+                continue
+            tt = vi.type.tensor_type
+            v.dtype = ir.DataType(tt.elem_type)
+            if tt.HasField("shape"):
+                v.shape = ir.Shape([d.dim_value if d.HasField("dim_value") else (d.dim_param or None) for d in tt.shape.dim])
+
+
 def _all_names(model: ir.Model) -> set[str]:
     names: set[str] = set()
     for graph, _, _ in _graphs(model, 0):
@@ -324,6 +347,28 @@ def _fix_domain_import(model: ir.Model) -> None:
     for func in model.functions.values():
         if any(n.domain == DOMAIN for n in func):
             func.opset_imports.setdefault(DOMAIN, DOMAIN_VERSION)
+
+
+def _subgraphs(graph: onnx.GraphProto):
+    yield graph
+    for n in graph.node:
+        for a in n.attribute:
+            if a.type == onnx.AttributeProto.GRAPH:
+                yield from _subgraphs(a.g)
+            for g in a.graphs:
+                yield from _subgraphs(g)
+
+
+def _value_info_names(model: onnx.ModelProto) -> set[str]:
+    return {vi.name for g in _subgraphs(model.graph) for vi in g.value_info}
+
+
+def _keep_value_info(model: onnx.ModelProto, keep: set[str]) -> None:
+    """Drop the value_info our shape inference added: the output carries what the input did."""
+    for g in _subgraphs(model.graph):
+        kept = [vi for vi in g.value_info if vi.name in keep]
+        del g.value_info[:]
+        g.value_info.extend(kept)
 
 
 def _signature(graph: onnx.GraphProto) -> list:

@@ -1,0 +1,241 @@
+"""convert(): strategies, report, idempotency, subgraphs, functions, opsets, CumSum casts, CLI."""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+import numpy as np
+import onnx
+import pytest
+from onnx import TensorProto as T, helper as h, numpy_helper as nh
+
+from ort_dml_ops import DOMAIN
+from ort_dml_ops.conversion import convert
+from ort_dml_ops.errors import UserError
+
+from .lowering._util import op_types, run_cpu, single_op
+from .lowering.test_cumprod import ref_cumprod
+
+
+def cumprod_model(opset=17, dtype=np.float32, shape=(3, 40)):
+    return single_op("CumProd", [("x", dtype, list(shape))], {"exclusive": 1}, opset=opset, domain=DOMAIN,
+                     inits={"axis": np.array(1, np.int64)})
+
+
+def all_ops(model):
+    out = set()
+
+    def walk(g):
+        for n in g.node:
+            out.add((n.domain, n.op_type))
+            for a in n.attribute:
+                if a.type == onnx.AttributeProto.GRAPH:
+                    walk(a.g)
+    walk(model.graph)
+    for f in model.functions:
+        for n in f.node:
+            out.add((n.domain, n.op_type))
+    return out
+
+
+@pytest.mark.parametrize("strategy", ["auto", "lower", "fallback", "native"])
+def test_strategies_on_cumprod(strategy):
+    r = convert(cumprod_model(), "dml", strategy=strategy)
+    node = r.report.nodes[0]
+    want = {"auto": "lowered", "lower": "lowered", "fallback": "fallback", "native": "native"}[strategy]
+    assert node.action == want, node
+    if want == "lowered":
+        assert (DOMAIN, "CumProd") not in op_types(r.model) and node.emitted
+        assert DOMAIN not in {o.domain for o in r.model.opset_import}
+    else:
+        assert (DOMAIN, "CumProd") in op_types(r.model)
+    json.dumps(r.report.to_dict())
+    onnx.checker.check_model(r.model, full_check=True)
+
+
+def test_auto_keeps_native_scatter_and_cumsum():
+    m = single_op("ScatterElements", [("data", np.float32, [4, 5]), ("indices", np.int64, [4, 2]), ("updates", np.float32, [4, 2])],
+                  {"axis": 1}, opset=13)
+    r = convert(m, "dml")
+    assert r.report.nodes[0].action == "native"
+    m2 = single_op("CumSum", [("x", np.float32, [4, 5])], opset=17, inits={"axis": np.array(1, np.int64)})
+    assert convert(m2, "dml").report.nodes[0].action == "native"
+
+
+def test_auto_lowers_reduction_and_opset18_scatter():
+    for opset, attrs in ((17, {"axis": 1, "reduction": "add"}), (18, {"axis": 1})):
+        m = single_op("ScatterElements", [("data", np.float32, [4, 5]), ("indices", np.int64, [4, 2]), ("updates", np.float32, [4, 2])],
+                      attrs, opset=opset)
+        r = convert(m, "dml")
+        assert r.report.nodes[0].action == "lowered", r.report.nodes[0]
+        assert ("", "ScatterElements") not in op_types(r.model)
+
+
+def test_cpu_target_keeps_native_scatter_reduction():
+    m = single_op("ScatterElements", [("data", np.float32, [4, 5]), ("indices", np.int64, [4, 2]), ("updates", np.float32, [4, 2])],
+                  {"axis": 1, "reduction": "max"}, opset=18)
+    assert convert(m, "cpu").report.nodes[0].action == "native"
+
+
+def test_idempotent():
+    for strategy in ("auto", "lower", "fallback"):
+        once = convert(cumprod_model(), "dml", strategy=strategy).model
+        twice = convert(once, "dml", strategy=strategy).model
+        assert once.SerializeToString() == twice.SerializeToString(), strategy
+
+
+def test_io_and_names_unchanged_and_unique():
+    m = cumprod_model()
+    r = convert(m, "dml")
+    assert [i.name for i in r.model.graph.input] == ["x"] and [o.name for o in r.model.graph.output] == ["y"]
+    assert r.model.graph.output[0].type == m.graph.output[0].type
+    names = [n.name for n in r.model.graph.node]
+    assert len(names) == len(set(names))
+    values = [o for n in r.model.graph.node for o in n.output] + [i.name for i in r.model.graph.initializer]
+    assert len(values) == len(set(values))
+
+
+def test_input_model_untouched():
+    m = cumprod_model()
+    before = m.SerializeToString()
+    convert(m, "dml")
+    assert m.SerializeToString() == before
+
+
+def test_cumsum_float64_cast_with_note():
+    m = single_op("CumSum", [("x", np.float64, [3, 6])], {"reverse": 1}, opset=17, inits={"axis": np.array(-1, np.int64)})
+    r = convert(m, "dml")
+    node = r.report.nodes[0]
+    assert node.action == "cast" and "float32" in node.note
+    x = np.random.default_rng(0).normal(size=[3, 6])
+    (y,) = run_cpu(r.model, {"x": x})
+    want = np.flip(np.cumsum(np.flip(x, -1), -1), -1)
+    assert y.dtype == np.float64
+    np.testing.assert_allclose(y, want, rtol=0, atol=6 * 2**-24 * np.abs(x).sum())
+
+
+def test_if_subgraph_converted():
+    def branch(name, excl):
+        n = h.make_node("CumProd", ["x", "ax"], [f"{name}_y"], domain=DOMAIN, exclusive=excl, name=f"{name}_cp")
+        c = h.make_node("Constant", [], ["ax"], value=nh.from_array(np.array(1, np.int64)), name=f"{name}_c")
+        return h.make_graph([c, n], name, [], [h.make_tensor_value_info(f"{name}_y", T.FLOAT, [2, 5])])
+    # the two branches share the value name "ax": convert must keep names unique anyway
+    node = h.make_node("If", ["cond"], ["y"], then_branch=branch("then", 0), else_branch=branch("else", 1))
+    g = h.make_graph([node], "g", [h.make_tensor_value_info("cond", T.BOOL, []), h.make_tensor_value_info("x", T.FLOAT, [2, 5])],
+                     [h.make_tensor_value_info("y", T.FLOAT, [2, 5])])
+    m = h.make_model(g, opset_imports=[h.make_opsetid("", 17), h.make_opsetid(DOMAIN, 1)], ir_version=10)
+    r = convert(m, "dml")
+    assert [n.action for n in r.report.nodes] == ["lowered", "lowered"]
+    assert (DOMAIN, "CumProd") not in all_ops(r.model)
+    x = np.random.default_rng(1).uniform(0.5, 1.5, [2, 5]).astype(np.float32)
+    for cond, excl in ((True, 0), (False, 1)):
+        (y,) = run_cpu(r.model, {"cond": np.array(cond), "x": x})
+        np.testing.assert_allclose(y, ref_cumprod(x, 1, excl), rtol=1e-6)
+
+
+def test_function_body_converted():
+    fn = h.make_function("local", "CP", ["a"], ["b"], [
+        h.make_node("Constant", [], ["ax"], value=nh.from_array(np.array(0, np.int64))),
+        h.make_node("CumProd", ["a", "ax"], ["b"], domain=DOMAIN, reverse=1),
+    ], opset_imports=[h.make_opsetid("", 17), h.make_opsetid(DOMAIN, 1)])
+    bare = onnx.FunctionProto()
+    bare.CopyFrom(fn)
+    # function bodies are not shape-inferred: their value_info (IR >= 10) gives the rank
+    fn.value_info.extend([h.make_tensor_value_info("a", T.FLOAT, [None])])
+    g = h.make_graph([h.make_node("CP", ["x"], ["y"], domain="local")], "g",
+                     [h.make_tensor_value_info("x", T.FLOAT, [6])], [h.make_tensor_value_info("y", T.FLOAT, [6])])
+    m = h.make_model(g, opset_imports=[h.make_opsetid("", 17), h.make_opsetid("local", 1)], functions=[fn], ir_version=10)
+    r = convert(m, "dml")
+    assert r.report.nodes and all(n.action == "lowered" for n in r.report.nodes), r.report.nodes
+    assert (DOMAIN, "CumProd") not in all_ops(r.model)
+    x = np.arange(1, 7, dtype=np.float32)
+    (y,) = run_cpu(r.model, {"x": x})
+    np.testing.assert_allclose(y, ref_cumprod(x, 0, 0, 1))
+    del m.functions[:]
+    m.functions.extend([bare])
+    node = convert(m, "dml").report.nodes[0]
+    assert node.action == "fallback" and "rank of the input is unknown" in node.reason
+
+
+def test_opset26_cumprod_brought_to_21():
+    m = single_op("CumProd", [("x", np.float32, [2, 40])], {"reverse": 1}, opset=26, inits={"axis": np.array(1, np.int64)})
+    r = convert(m, "dml")
+    assert r.report.opset["changed"] and r.report.opset["to"] == 21
+    assert next(o.version for o in r.model.opset_import if o.domain == "") == 21
+    x = np.random.default_rng(2).uniform(0.5, 1.5, [2, 40]).astype(np.float32)
+    (y,) = run_cpu(r.model, {"x": x})
+    np.testing.assert_allclose(y, ref_cumprod(x, 1, 0, 1), rtol=1e-5)
+
+
+def test_opset_refused_names_the_node():
+    # RMSNormalization exists only from opset 23: the model cannot move to 21
+    g = h.make_graph([h.make_node("RMSNormalization", ["x", "s"], ["y"], name="the_norm")], "g",
+                     [h.make_tensor_value_info("x", T.FLOAT, [2, 4]), h.make_tensor_value_info("s", T.FLOAT, [4])],
+                     [h.make_tensor_value_info("y", T.FLOAT, [2, 4])])
+    m = h.make_model(g, opset_imports=[h.make_opsetid("", 23)], ir_version=10)
+    r = convert(m, "dml")
+    assert not r.report.opset["changed"] and "the_norm" in r.report.opset["reason"]
+
+
+def test_opset22_type_only_changes_accepted():
+    g = h.make_graph([h.make_node("Relu", ["x"], ["r"]), h.make_node("CumSum", ["r", "a"], ["y"])], "g",
+                     [h.make_tensor_value_info("x", T.FLOAT, [2, 4])], [h.make_tensor_value_info("y", T.FLOAT, [2, 4])],
+                     [nh.from_array(np.array(1, np.int64), "a")])
+    m = h.make_model(g, opset_imports=[h.make_opsetid("", 22)], ir_version=10)
+    r = convert(m, "dml")
+    assert r.report.opset["changed"] and r.report.opset["to"] == 21
+
+
+def test_bad_inputs_are_user_errors(tmp_path):
+    with pytest.raises(UserError):
+        convert(cumprod_model(), "tpu")
+    with pytest.raises(UserError):
+        convert(cumprod_model(), strategy="fast")
+    with pytest.raises(UserError):
+        convert(tmp_path / "missing.onnx")
+
+
+# -- CLI --------------------------------------------------------------------------------
+def cli(argv):
+    from ort_dml_ops.commands import convert as cmd
+
+    p = argparse.ArgumentParser()
+    cmd.add_parser(p.add_subparsers())
+    args = p.parse_args(["convert", *argv])
+    return args.func(args)
+
+
+def test_cli_convert_verify_report(tmp_path, capsys):
+    src = tmp_path / "m.onnx"
+    onnx.save(cumprod_model(), src)
+    out, rep = tmp_path / "o.onnx", tmp_path / "r.json"
+    assert cli([str(src), "-o", str(out), "--verify", "--report", str(rep)]) == 0
+    assert json.loads(rep.read_text())["summary"] == {"lowered": 1}
+    onnx.checker.check_model(onnx.load(out), full_check=True)
+    capsys.readouterr()
+    assert cli([str(out), "-o", str(tmp_path / "o2.onnx"), "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["nodes"] == [] and report["inspect"]["summary"]["cpu_nodes"] == 0
+
+
+def test_cli_refuses_overwrite_and_bad_files(tmp_path):
+    src = tmp_path / "m.onnx"
+    onnx.save(cumprod_model(), src)
+    before = src.read_bytes()
+    with pytest.raises(UserError, match="input model"):
+        cli([str(src), "-o", str(src)])
+    assert src.read_bytes() == before
+    junk = tmp_path / "junk.onnx"
+    junk.write_text("not a model")
+    with pytest.raises(UserError):
+        cli([str(junk), "-o", str(tmp_path / "x.onnx")])
+    assert not (tmp_path / "x.onnx").exists()
+
+
+def test_verify_catches_a_difference():
+    from ort_dml_ops.commands.convert import verify
+
+    a = single_op("Relu", [("x", np.float32, [3])], opset=17)
+    b = single_op("Neg", [("x", np.float32, [3])], opset=17)
+    assert verify(a, b)
