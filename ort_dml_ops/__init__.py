@@ -7,7 +7,6 @@ Public names are imported lazily so that `import ort_dml_ops` stays cheap and th
 from ._domain import DOMAIN, DOMAIN_VERSION
 from ._version import __version__
 from .errors import UserError
-from . import schemas as _schemas  # noqa: F401  (registers the DOMAIN op schemas with onnx)
 
 # public name -> (module, attribute). Modules are named so they never shadow a function.
 _LAZY = {

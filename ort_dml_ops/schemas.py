@@ -1,11 +1,17 @@
 """ONNX schemas for the project's custom domain, so onnx's checker and shape inference know it.
 
-Registering them lets `onnx.checker.check_model(full_check=True)` and
+Inside `with registered():`, `onnx.checker.check_model(full_check=True)` and
 `onnx.shape_inference` see through DOMAIN::CumProd / CumSum / ScatterElements (output type
-and shape = input 0's), which the fallback rewrite and the converter rely on.
+and shape = input 0's), which the fallback rewrite, the builder and the converter rely on.
+They are registered only for the duration of the block: onnx's ReferenceEvaluator refuses
+to work while two domains hold an op of the same name (CumProd), so a process-wide
+registration would break it for everyone.
 """
 
 from __future__ import annotations
+
+import threading
+from contextlib import contextmanager
 
 from onnx import defs
 
@@ -54,21 +60,29 @@ def _scatter_schema() -> defs.OpSchema:
     )
 
 
-def register() -> None:
-    """Register the DOMAIN schemas once per process (a second call does nothing)."""
-    schemas = [
-        _scan_schema("CumProd", "Cumulative product; semantics identical to ONNX CumProd-26."),
-        _scan_schema("CumSum", "ONNX CumSum-14, run by the Python fallback."),
-        _scatter_schema(),
-    ]
-    for schema in schemas:
+_lock = threading.RLock()
+
+
+@contextmanager
+def registered():
+    """Register the DOMAIN schemas for the block; leave any already registered in place."""
+    with _lock:
+        added = []
+        for schema in (
+            _scan_schema("CumProd", "Cumulative product; semantics identical to ONNX CumProd-26."),
+            _scan_schema("CumSum", "ONNX CumSum-14, run by the Python fallback."),
+            _scatter_schema(),
+        ):
+            try:
+                defs.get_schema(schema.name, DOMAIN_VERSION, DOMAIN)
+                continue
+            except defs.SchemaError:
+                pass
+            schema.set_type_and_shape_inference_function(_same_as_input0)
+            defs.register_schema(schema)
+            added.append(schema.name)
         try:
-            defs.get_schema(schema.name, DOMAIN_VERSION, DOMAIN)
-            continue  # already there (another import of this module registered it)
-        except defs.SchemaError:
-            pass
-        schema.set_type_and_shape_inference_function(_same_as_input0)
-        defs.register_schema(schema)
-
-
-register()
+            yield
+        finally:
+            for name in added:
+                defs.deregister_schema(name, DOMAIN_VERSION, DOMAIN)

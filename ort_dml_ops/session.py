@@ -8,11 +8,13 @@ about, not hidden.
 
 from __future__ import annotations
 
+import itertools
 import os
 import warnings
 
 import onnx
 import onnxruntime as ort
+from onnxruntime.capi.onnxruntime_pybind11_state import InvalidArgument
 
 from . import fallback
 from .modelio import fix_ir_version, load_model
@@ -59,12 +61,17 @@ def InferenceSession(model, providers=None, sess_options: ort.SessionOptions | N
         so.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
 
     source = _session_source(model)
+    session_class, tag = ort.InferenceSession, None
     if isinstance(source, onnx.ModelProto) and fallback.uses_fallback(source):
         _register_library_once(so)
-        source = fallback.prepare(source)
+        tag = f"s{next(_TAGS)}"
+        source = fallback.prepare(source, session_tag=tag)
+        session_class = FallbackSession
     if isinstance(source, onnx.ModelProto):
         source = fix_ir_version(source).SerializeToString()
-    session = ort.InferenceSession(source, so, providers=providers, **kwargs)
+    session = session_class(source, so, providers=providers, **kwargs)
+    if tag is not None:
+        session._fallback_tag = tag
 
     active = session.get_providers()
     missing = [_provider_name(p) for p in providers if _provider_name(p) not in active]
@@ -77,6 +84,35 @@ def InferenceSession(model, providers=None, sess_options: ort.SessionOptions | N
     return session
 
 
+_TAGS = itertools.count(1)
+
+
+class FallbackSession(ort.InferenceSession):
+    """An onnxruntime.InferenceSession whose run() raises the fallback kernels' errors.
+
+    The kernels cannot raise inside ONNX Runtime (the extensions library would abort the
+    process); they record the error and this raises it, as ONNX Runtime's own InvalidArgument.
+    """
+
+    _fallback_tag = ""
+
+    def run(self, output_names, input_feed, run_options=None):
+        fallback.take_errors(self._fallback_tag)  # drop leftovers of an interrupted run
+        outputs = super().run(output_names, input_feed, run_options)
+        self._raise_recorded_errors()
+        return outputs
+
+    def run_with_ort_values(self, output_names, input_dict_ort_values, run_options=None):
+        outputs = super().run_with_ort_values(output_names, input_dict_ort_values, run_options)
+        self._raise_recorded_errors()
+        return outputs
+
+    def _raise_recorded_errors(self) -> None:
+        errors = fallback.take_errors(self._fallback_tag)
+        if errors:
+            raise InvalidArgument(f"[ONNXRuntimeError] : 2 : INVALID_ARGUMENT : {'; '.join(dict.fromkeys(errors))}")
+
+
 def _session_source(model):
     """A path ORT can open itself (keeps external data working), or a ModelProto to inspect."""
     if isinstance(model, (str, os.PathLike)):
@@ -87,14 +123,17 @@ def _session_source(model):
     return load_model(model)
 
 
+#: A session-config entry marks SessionOptions that already hold the fallback library (ORT
+#: refuses the same library twice, and pybind objects take no attributes of our own).
+_MARK = "ort_dml_ops.fallback_library"
+
+
 def _register_library_once(so: ort.SessionOptions) -> None:
-    # A SessionOptions object accepts the same library once; remember we did it.
     path = fallback.register()
-    registered = getattr(so, "_ort_dml_ops_library", None) if hasattr(so, "__dict__") else None
-    if registered == path:
-        return
-    so.register_custom_ops_library(path)
     try:
-        so._ort_dml_ops_library = path
-    except AttributeError:
+        if so.get_session_config_entry(_MARK) == path:
+            return
+    except Exception:  # noqa: BLE001 - ORT raises when the key is absent
         pass
+    so.register_custom_ops_library(path)
+    so.add_session_config_entry(_MARK, path)

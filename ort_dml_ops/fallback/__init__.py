@@ -4,7 +4,7 @@ Always runs on the CPU EP. Use it through `ort_dml_ops.InferenceSession`, which 
 the kernels and rewrites a private copy of the model for them.
 """
 
-from .registry import KERNEL_DOMAIN, register
+from .registry import KERNEL_DOMAIN, register, take_errors
 from .rewrite import FALLBACK_OPS, prepare, uses_fallback
 
-__all__ = ["KERNEL_DOMAIN", "FALLBACK_OPS", "register", "prepare", "uses_fallback"]
+__all__ = ["KERNEL_DOMAIN", "FALLBACK_OPS", "register", "take_errors", "prepare", "uses_fallback"]

@@ -4,6 +4,11 @@ The library allows one dtype per op name and none for float16/bfloat16, so each 
 registered once per dtype under a private name, `<Op>_<dtype>` in KERNEL_DOMAIN; the session
 rewrites its private copy of a model to those names (see rewrite.py).
 
+Errors: onnxruntime-extensions lets a Python exception escape its C++ kernel, which
+terminates the whole process. So a kernel never raises: the hook records the error under the
+session's tag (an attribute the rewrite adds), returns input 0 unchanged so the run can
+finish, and `FallbackSession.run` (session.py) raises it as an ONNX Runtime error.
+
 Fast path: the library's stock hook returns every output as a Python list (`tolist()`),
 40-75x slower than a native kernel on large tensors. Its C++ side accepts a numpy array as
 well, so we install a hook that passes our kernels' arrays straight through and hands every
@@ -35,8 +40,8 @@ SCATTER_TYPES = {**SCAN_TYPES, "int8": D.dt_int8, "int16": D.dt_int16, "uint8": 
 #: Types carried as float32 with the real type in the `compute` attribute.
 VIA_FLOAT32 = ("float16", "bfloat16")
 
-_SCAN_ATTRS = {"exclusive": D.dt_int64, "reverse": D.dt_int64, "compute": D.dt_string}
-_SCATTER_ATTRS = {"axis": D.dt_int64, "reduction": D.dt_string, "compute": D.dt_string}
+_SCAN_ATTRS = {"exclusive": D.dt_int64, "reverse": D.dt_int64, "compute": D.dt_string, "session": D.dt_string}
+_SCATTER_ATTRS = {"axis": D.dt_int64, "reduction": D.dt_string, "compute": D.dt_string, "session": D.dt_string}
 
 # Process-wide state lives on the extensions module itself, so that two copies of this module
 # (a reload, or an import under another name) still register each kernel exactly once.
@@ -51,7 +56,7 @@ def kernel_name(op: str, dtype: str) -> str:
 def _state() -> dict:
     state = getattr(_ocos, _STATE_KEY, None)
     if state is None:
-        state = {"kernels": {}, "stock_hook": _ocos._on_pyop_invocation}
+        state = {"kernels": {}, "stock_hook": _ocos._on_pyop_invocation, "errors": {}}
         setattr(_ocos, _STATE_KEY, state)
     return state
 
@@ -78,15 +83,26 @@ def _add(state, op, dtype, inputs, output, attrs, body) -> None:
 
 
 def _fast_invoke(k_id, feed, attributes):
-    entry = _state()["kernels"].get(k_id)
+    state = _state()
+    entry = state["kernels"].get(k_id)
     if entry is None:
-        return _state()["stock_hook"](k_id, feed, attributes)
+        return state["stock_hook"](k_id, feed, attributes)
     opdef, op, dtype = entry
+    attrs = opdef.cast_attributes(attributes)
+    session = attrs.pop("session", "")
     try:
-        result = opdef.body(*feed, **opdef.cast_attributes(attributes))
-    except Exception as exc:  # ORT shows this text: name the op and the problem
+        result = opdef.body(*feed, **attrs)
+    except Exception as exc:  # noqa: BLE001 - raising here would abort the process
         message = str(exc) if str(exc).startswith(op) else f"{op}: {exc}"
-        raise RuntimeError(f"{DOMAIN}::{op} fallback ({dtype}): {message}") from None
+        with _lock:
+            state["errors"].setdefault(session, []).append(f"{DOMAIN}::{message}")
+        result = feed[0]
     if dtype == "string":
         return k_id, result.shape, result.reshape(-1).tolist()
     return k_id, result.shape, np.ascontiguousarray(result)
+
+
+def take_errors(session: str) -> list[str]:
+    """Errors the kernels recorded for a session tag since the last call (and forget them)."""
+    with _lock:
+        return _state()["errors"].pop(session, [])

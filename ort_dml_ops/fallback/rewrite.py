@@ -14,7 +14,7 @@ from onnx import TensorProto, helper
 
 from .._domain import DOMAIN
 from ..errors import UserError
-from .. import schemas  # noqa: F401  (shape inference must see through DOMAIN ops)
+from ..schemas import registered
 from .registry import KERNEL_DOMAIN, KERNEL_DOMAIN_VERSION, SCAN_TYPES, SCATTER_TYPES, VIA_FLOAT32, kernel_name
 
 FALLBACK_OPS = ("CumProd", "CumSum", "ScatterElements")
@@ -31,15 +31,18 @@ def uses_fallback(model: onnx.ModelProto) -> bool:
     return any(n.domain == DOMAIN and n.op_type in FALLBACK_OPS for n in _all_nodes(model))
 
 
-def prepare(model: onnx.ModelProto) -> onnx.ModelProto:
-    """Return a copy of `model` whose DOMAIN ops name the per-dtype fallback kernels."""
+def prepare(model: onnx.ModelProto, session_tag: str = "") -> onnx.ModelProto:
+    """Return a copy of `model` whose DOMAIN ops name the per-dtype fallback kernels.
+
+    `session_tag` is stored on every kernel node so its runtime errors reach that session.
+    """
     work = onnx.ModelProto()
     work.CopyFrom(model)
     if work.functions and any(n.domain == DOMAIN for f in work.functions for n in f.node):
         work = onnx.inliner.inline_local_functions(work)
     types = _element_types(work)
     counter = [0]
-    _rewrite_graph(work.graph, types, counter)
+    _rewrite_graph(work.graph, types, counter, session_tag)
     if not any(i.domain == KERNEL_DOMAIN for i in work.opset_import):
         work.opset_import.append(helper.make_opsetid(KERNEL_DOMAIN, KERNEL_DOMAIN_VERSION))
     return work
@@ -61,7 +64,8 @@ def _all_nodes(model: onnx.ModelProto):
 def _element_types(model: onnx.ModelProto) -> dict[str, int]:
     """Element type of every value onnx's shape inference can type (subgraphs included)."""
     try:
-        inferred = onnx.shape_inference.infer_shapes(model)
+        with registered():  # shape inference must see through DOMAIN ops
+            inferred = onnx.shape_inference.infer_shapes(model)
     except Exception as exc:  # noqa: BLE001 - report onnx's reason in one line
         raise UserError(f"shape inference failed: {str(exc).splitlines()[0]}") from None
     types: dict[str, int] = {}
@@ -85,14 +89,14 @@ def _element_types(model: onnx.ModelProto) -> dict[str, int]:
     return types
 
 
-def _rewrite_graph(graph: onnx.GraphProto, types: dict[str, int], counter: list[int]) -> None:
+def _rewrite_graph(graph: onnx.GraphProto, types: dict[str, int], counter: list[int], tag: str) -> None:
     new_nodes = []
     for node in graph.node:
         for attr in node.attribute:
             for g in [attr.g] if attr.HasField("g") else list(attr.graphs):
-                _rewrite_graph(g, types, counter)
+                _rewrite_graph(g, types, counter, tag)
         if node.domain == DOMAIN and node.op_type in FALLBACK_OPS:
-            new_nodes.extend(_rewrite_node(node, types, counter))
+            new_nodes.extend(_rewrite_node(node, types, counter, tag))
         else:
             new_nodes.append(node)
     del graph.node[:]
@@ -104,7 +108,7 @@ def _fresh(base: str, counter: list[int]) -> str:
     return f"{base}__ortdmlops_fb{counter[0]}"
 
 
-def _rewrite_node(node: onnx.NodeProto, types: dict[str, int], counter: list[int]) -> list[onnx.NodeProto]:
+def _rewrite_node(node: onnx.NodeProto, types: dict[str, int], counter: list[int], tag: str) -> list[onnx.NodeProto]:
     op = node.op_type
     label = f"{DOMAIN}::{op} node '{node.name or node.output[0]}'"
     data_name = node.input[0]
@@ -139,6 +143,7 @@ def _rewrite_node(node: onnx.NodeProto, types: dict[str, int], counter: list[int
     attrs.update({a.name: helper.get_attribute_value(a) for a in node.attribute})
     attrs = {k: (v.decode() if isinstance(v, bytes) else v) for k, v in attrs.items()}
     attrs["compute"] = compute
+    attrs["session"] = tag
     outputs = list(node.output)
     if compute:
         result = _fresh(outputs[0], counter)
