@@ -13,7 +13,7 @@ from ._version import __version__
 from .errors import UserError
 
 #: Each name is a module ort_dml_ops.commands.<name>.
-VERBS = ("run", "inspect", "convert")
+VERBS = ("run", "inspect", "convert", "demo")
 
 
 def build_parser() -> argparse.ArgumentParser:
