@@ -75,19 +75,24 @@ def _validate(data, indices, updates, axis, reduction) -> int:
 def _flat_targets(indices: np.ndarray, shape: tuple, axis: int) -> np.ndarray:
     """Flat position in `data` of every update, in the C order of `indices`."""
     n = shape[axis]
-    bad = (indices < -n) | (indices >= n)
-    if bad.any():
+    lo, hi = int(indices.min()), int(indices.max())
+    if lo < -n or hi >= n:
+        bad = (indices < -n) | (indices >= n)
         first = int(indices[bad].flat[0])
         raise ScatterIndexError(
             f"{_OP}: index {first} is out of range for axis {axis} of size {n} (valid: [{-n}, {n - 1}])"
         )
+    idx = indices.astype(np.int64, copy=False)
+    if lo < 0:
+        idx = np.where(idx < 0, idx + n, idx)
     strides = np.cumprod((shape[1:] + (1,))[::-1])[::-1]  # element strides of C-contiguous data
-    coords = list(np.indices(indices.shape, sparse=True))
-    coords[axis] = np.where(indices < 0, indices + n, indices)
-    flat = coords[0].astype(np.int64) * int(strides[0])
-    for d in range(1, len(shape)):
-        flat = flat + coords[d].astype(np.int64) * int(strides[d])
-    return np.broadcast_to(flat, indices.shape).reshape(-1)
+    # Offset of every update's position on the other axes: a small broadcast sum of aranges.
+    base = np.zeros((1,) * len(shape), np.int64)
+    for d, coord in enumerate(np.indices(indices.shape, sparse=True)):
+        if d != axis and indices.shape[d] > 1:
+            base = base + coord.astype(np.int64) * int(strides[d])
+    flat = idx * int(strides[axis]) if strides[axis] != 1 else idx
+    return (flat + base if base.size > 1 or base.any() else flat).reshape(-1)
 
 
 def _max_min_at(flat: np.ndarray, targets: np.ndarray, values: np.ndarray, ufunc) -> None:
