@@ -86,7 +86,10 @@ def save_model_atomic(model: onnx.ModelProto, path: str | os.PathLike, *, source
     if not folder.is_dir():
         raise UserError(f"{folder}: the output folder does not exist")
     fix_ir_version(model)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=folder)
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=folder)
+    except PermissionError:
+        raise UserError(f"{path}: permission denied writing the output") from None
     os.close(fd)
     try:
         data = model.SerializeToString()
@@ -96,6 +99,9 @@ def save_model_atomic(model: onnx.ModelProto, path: str | os.PathLike, *, source
     except PermissionError:
         _silently_remove(tmp)
         raise UserError(f"{path}: permission denied writing the output") from None
+    except OSError as exc:
+        _silently_remove(tmp)
+        raise UserError(f"{path}: cannot write the output ({exc.strerror or exc})") from None
     except BaseException:
         _silently_remove(tmp)
         raise

@@ -1,0 +1,92 @@
+"""The command line: help, version, the run and demo verbs, and one-line errors."""
+
+import json
+import subprocess
+import sys
+
+import numpy as np
+import onnx
+import pytest
+
+from ort_dml_ops import GraphBuilder
+from ort_dml_ops.cli import main
+
+
+@pytest.fixture()
+def cumprod_model(tmp_path):
+    b = GraphBuilder(opset=17)
+    x = b.input("x", "float32", ["N", 4])
+    path = tmp_path / "cumprod.onnx"
+    onnx.save(b.build(outputs={"y": b.cumprod(x, axis=1, reverse=True)}), path)
+    return path
+
+
+def test_module_entry_point_help_and_version():
+    out = subprocess.run([sys.executable, "-m", "ort_dml_ops", "--version"], capture_output=True, text=True, check=True)
+    assert out.stdout.startswith("ort-dml-ops ")
+    out = subprocess.run([sys.executable, "-m", "ort_dml_ops", "--help"], capture_output=True, text=True, check=True)
+    for verb in ("run", "demo"):
+        assert verb in out.stdout
+
+
+def test_no_verb_is_a_usage_error(capsys):
+    assert main([]) == 2
+
+
+def test_run_with_input_file_json_and_output_dir(cumprod_model, tmp_path, capsys):
+    x = np.arange(1, 9, dtype=np.float32).reshape(2, 4)
+    np.save(tmp_path / "x.npy", x)
+    out_dir = tmp_path / "out"
+    out_dir.mkdir()
+    assert main(["run", str(cumprod_model), "--provider", "cpu", "--input", f"x={tmp_path / 'x.npy'}",
+                 "--output-dir", str(out_dir), "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    want = np.flip(np.cumprod(np.flip(x, 1), 1), 1)
+    assert report["providers"] == ["CPUExecutionProvider"]
+    assert np.array_equal(np.array(report["outputs"]["y"]["values"], np.float32), want)
+    assert np.array_equal(np.load(out_dir / "y.npy"), want)
+
+
+def test_run_with_random_inputs_prints_providers(cumprod_model, capsys):
+    assert main(["run", str(cumprod_model), "--random-inputs", "--provider", "CPUExecutionProvider"]) == 0
+    out = capsys.readouterr().out
+    assert "providers: CPUExecutionProvider" in out and "y: float32 [4, 4]" in out
+
+
+@pytest.mark.parametrize(
+    "args,message",
+    [
+        (["run", "{missing}"], "no such file"),
+        (["run", "{garbage}"], "not an ONNX model"),
+        (["run", "{empty}"], "the file is empty"),
+        (["run", "{model}"], "missing input 'x'"),
+        (["run", "{model}", "--input", "x"], "--input expects NAME=FILE.npy"),
+        (["run", "{model}", "--input", "z={garbage}"], "no input named 'z'"),
+        (["run", "{model}", "--input", "x={garbage}"], "not a .npy array"),
+        (["run", "{model}", "--random-inputs", "--output-dir", "{missing}"], "output folder does not exist"),
+        (["demo", "--steps", "0"], "--steps must be at least 1"),
+    ],
+)
+def test_user_mistakes_are_one_line_errors(args, message, cumprod_model, tmp_path, capsys):
+    garbage = tmp_path / "garbage.onnx"
+    garbage.write_bytes(b"\x00\xffnot a model at all")
+    empty = tmp_path / "empty.onnx"
+    empty.write_bytes(b"")
+    paths = {"missing": tmp_path / "missing.onnx", "garbage": garbage, "empty": empty, "model": cumprod_model}
+    assert main([a.format(**paths) for a in args]) == 1
+    err = capsys.readouterr().err
+    assert message in err
+    assert err.count("\n") == 1 and err.startswith("ort-dml-ops: error: ")
+
+
+def test_cli_errors_have_no_traceback_in_a_real_process(tmp_path):
+    proc = subprocess.run([sys.executable, "-m", "ort_dml_ops", "run", str(tmp_path / "nope.onnx")],
+                          capture_output=True, text=True)
+    assert proc.returncode == 1
+    assert proc.stderr.strip() == f"ort-dml-ops: error: {tmp_path / 'nope.onnx'}: no such file"
+
+
+def test_demo_runs_the_bundled_model(capsys):
+    assert main(["demo", "--steps", "50", "--provider", "cpu"]) == 0
+    out = capsys.readouterr().out
+    assert "providers: CPUExecutionProvider" in out and "check against numpy: OK" in out
