@@ -80,8 +80,12 @@ class InspectReport:
         return "\n".join(lines + ["", tail])
 
 
-def inspect(model, target: str = "dml") -> InspectReport:
-    """Predict, node by node, where ONNX Runtime runs `model` (ModelProto, path or bytes) on `target`."""
+def inspect(model, target: str = "dml", *, optimized: bool = True) -> InspectReport:
+    """Predict, node by node, where ONNX Runtime runs `model` (ModelProto, path or bytes) on `target`.
+
+    `optimized=True` models ORT's default session options (graph optimizations on: constant
+    folding removes nodes); `optimized=False` models graph_optimization_level=ORT_DISABLE_ALL.
+    """
     proto = load_model(model)
     tgt = get_target(target)
     opsets = opsets_of(proto)
@@ -92,7 +96,8 @@ def inspect(model, target: str = "dml") -> InspectReport:
         return types.get(name)
 
     report = InspectReport(target=tgt.name, provider=tgt.provider)
-    report.copies = _walk(work.graph, tgt, opsets, types, static, value_type, report, implicit=())
+    report.copies = _walk(work.graph, tgt, opsets, types, static if optimized else None, value_type, report,
+                          implicit=())
     return report
 
 
@@ -103,7 +108,8 @@ def _walk(graph, tgt, opsets, types, static, value_type, report, implicit) -> in
     decisions = [tgt.explain(n, opsets, types) for n in nodes]
     inits = {t.name: _numel(t) for t in graph.initializer}
     ginputs = {i.name for i in graph.input}
-    folded = partition.constant_folded(nodes, decisions, inits, ginputs, lambda n: static.get(n, False))
+    folded = set() if static is None else \
+        partition.constant_folded(nodes, decisions, inits, ginputs, lambda n: static.get(n, False))
     preferred = partition.cpu_preferred(nodes, decisions, inits, ginputs, value_type) if tgt.is_gpu else set()
     providers, used = [], []
     copies = 0

@@ -242,6 +242,12 @@ def test_constant_folded_node_is_reported_and_not_counted():
     assert r.summary == {"gpu_nodes": 1, "cpu_nodes": 0, "copies": 0}
 
 
+def test_static_shape_is_folded_only_with_optimizations():
+    m = model_of([h.make_node("Shape", ["x"], ["s"], name="shape")], [_vi("x", T.FLOAT)], [_vi("s", T.INT64, (2,))], 17)
+    assert only(inspect(m)).reason.startswith("constant-folded")
+    assert only(inspect(m, optimized=False)).provider == DML
+
+
 def test_shape_subgraph_stays_on_cpu():
     nodes = [h.make_node("Shape", ["x"], ["s"], name="shape"),
              h.make_node("Gather", ["s", "zero"], ["d0"], name="gather", axis=0),
