@@ -84,7 +84,6 @@ import os, sys; sys.path[0:0] = [p for p in os.environ.get("DML_LANE_WINPATH", "
 PTH
   rm -rf cp311/Lib/site-packages whl; mv cp311/Lib/site-packages.tmp cp311/Lib/site-packages; mv whl.tmp whl
   echo "$want" > cp311/.wheels-stamp
-  rm -f smoke.ok
 fi
 
 # 5. run.sh: one Wine process tree per call, serialized by a lock (the emulator is memory-hungry
@@ -98,7 +97,7 @@ cat > run.sh.tmp <<RUN
 # Output always goes through a pipe: Wine's CPython cannot open its stdio on a plain file.
 W=$W
 export WINEPREFIX=\$W/wpfx WINEDLLOVERRIDES="mscoree,mshtml=;winedbg.exe=d" WINEDEBUG=\${WINEDEBUG:--all} \\
-       VKD3D_DEBUG=\${VKD3D_DEBUG:-none} LD_LIBRARY_PATH=\$W/mesa/usr/lib/x86_64-linux-gnu VK_ICD_FILENAMES=\$W/lvp.json
+       VKD3D_DEBUG=\${VKD3D_DEBUG:-none} VKD3D_CONFIG=\${VKD3D_CONFIG-virtual_heaps} LD_LIBRARY_PATH=\$W/mesa/usr/lib/x86_64-linux-gnu VK_ICD_FILENAMES=\$W/lvp.json
 winpath=""
 IFS=: read -ra parts <<< "\${DML_LANE_PYTHONPATH:-}"
 for p in "\${parts[@]}"; do [ -n "\$p" ] && winpath="\$winpath;Z:\$(readlink -f "\$p" | tr / '\\\\')"; done
@@ -111,14 +110,15 @@ rc=\$(cat "\$rcfile" 2>/dev/null); rm -f "\$rcfile"; exit "\${rc:-1}"
 RUN
 chmod +x run.sh.tmp && mv run.sh.tmp run.sh
 
-# 6. Smoke test once per installed wheel set: one CumSum on the real DML EP, checked by numpy.
-if [ ! -f smoke.ok ] && [ "${DML_LANE_NO_SMOKE:-0}" != 1 ]; then
-  log "smoke test (first Wine start initializes the prefix; takes a minute)"
+# 6. Smoke test once per (wheel set, run.sh): one CumSum on the real DML EP, checked by numpy.
+smoke_key=$(cat "$REQ" run.sh | sha256sum | cut -c1-16)
+if [ "$(head -1 smoke.ok 2>/dev/null)" != "$smoke_key" ] && [ "${DML_LANE_NO_SMOKE:-0}" != 1 ]; then
+  log "smoke test (the first Wine start initializes the prefix: up to a minute)"
   if out=$("$W/run.sh" "$HERE/smoke.py" 2>&1 | tr -d '\000'); then
-    echo "$out" | tail -1 > smoke.ok
+    printf '%s\n%s\n' "$smoke_key" "$(echo "$out" | tail -1)" > smoke.ok
   else
-    echo "$out" | tail -20 >&2; log "smoke test FAILED"; exit 1
+    rm -f smoke.ok; echo "$out" | tail -20 >&2; log "smoke test FAILED"; exit 1
   fi
 fi
 mkdir -p "$HOME/.cache/ort-dml-ops" && echo "$W" > "$HOME/.cache/ort-dml-ops/dml-lane.path" || true
-echo "dml lane ready at $W ($(cat smoke.ok 2>/dev/null || echo 'smoke skipped'); $(( $(date +%s) - t0 ))s): $W/run.sh script.py"
+echo "dml lane ready at $W ($(tail -1 smoke.ok 2>/dev/null || echo 'smoke skipped'); $(( $(date +%s) - t0 ))s): $W/run.sh script.py"

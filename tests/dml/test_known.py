@@ -1,0 +1,85 @@
+"""Issue 3's "Known already" facts, measured on the real DML EP, as tests.
+
+Placement facts assert ORT's own placement; the emulator limits are pinned as
+known-emulator-failure tests that assert the failure STILL happens (so we learn when the
+emulator, or the DML EP, changes).
+"""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pytest
+
+from ort_dml_ops.lane import CPU, DML, corpus
+
+pytestmark = pytest.mark.dml
+
+KNOWN = {s.name: s for s in corpus.known_specs()}
+FAILS = {s.name: s for s in corpus.emulator_failure_specs()}
+WORKS = {s.name: s for s in corpus.working_pattern_specs()}
+LANE_CASES = [s.case() for s in (*KNOWN.values(), *FAILS.values(), *WORKS.values())]
+
+
+def _assert_ran_on_dml(r):
+    assert r.ok, f"{r.name}: {r.stage}: {r.error}"
+    assert r.providers and r.providers[0] == DML, r.providers
+
+
+def _assert_matches_reference(spec, r):
+    problem = corpus.compare(spec, r.outputs, corpus.reference(spec))
+    assert problem is None, f"{spec.name}: {problem}"
+
+
+@pytest.mark.parametrize("name", list(KNOWN))
+def test_known_placement(lane_results, name):
+    spec, r = KNOWN[name], lane_results[name]
+    _assert_ran_on_dml(r)
+    for node, provider in spec.expect_placement.items():
+        assert r.placement.get(node) == provider, (
+            f"{name}: node {node!r} on {r.placement.get(node)}, expected {provider}; placement {r.placement}")
+    _assert_matches_reference(spec, r)
+
+
+def test_scatter_elements_none_leaves_dml_at_opset_18(lane_results):
+    r16 = lane_results["ScatterElements-none-float32-op16"]
+    r17 = lane_results["ScatterElements-none-float32-op17"]
+    r18 = lane_results["ScatterElements-none-float32-op18"]
+    assert (r16.placement["scatter"], r17.placement["scatter"], r18.placement["scatter"]) == (DML, DML, CPU)
+    # a CPU node inside a DML session costs copies: ORT inserts Memcpy nodes around it
+    assert any("MemcpyToHost" in c for c in r18.copies) or r18.placement.get("scatter") == CPU
+
+
+def test_cumsum_graph_input_axis_reverse_exclusive_values(lane_results):
+    spec = KNOWN["CumSum-float32-op14-axisinput-reverse-exclusive"]
+    r = lane_results[spec.name]
+    _assert_ran_on_dml(r)
+    assert r.placement == {"cumsum": DML}
+    x = spec.inputs["x"]
+    want = np.flip(np.cumsum(np.flip(x, 1), 1), 1) - x  # reverse exclusive: sum of the elements after
+    np.testing.assert_allclose(r.outputs[0], want, rtol=1e-5, atol=1e-4)
+
+
+def test_topk_gather_elements_on_dml(lane_results):
+    r = lane_results["TopK+GatherElements-float32-op17"]
+    _assert_ran_on_dml(r)
+    assert r.on(DML) == ["gather_elements", "topk"]
+    assert r.on(CPU) == []
+
+
+@pytest.mark.parametrize("name", list(FAILS))
+def test_known_emulator_failure_still_fails(lane_results, name):
+    """Pinned emulator limits: if one of these starts passing, update docs/dml-lane.md."""
+    spec, r = FAILS[name], lane_results[name]
+    assert not r.ok, f"{name} now PASSES on the lane: the emulator limit is gone; update docs/dml-lane.md"
+    assert r.stage == "session", f"{name}: failed at stage {r.stage}, expected at session creation: {r.error}"
+    assert re.search(spec.expect_error, r.error or ""), r.error
+
+
+@pytest.mark.parametrize("name", list(WORKS))
+def test_shift_patterns_that_work(lane_results, name):
+    spec, r = WORKS[name], lane_results[name]
+    _assert_ran_on_dml(r)
+    assert set(r.placement.values()) == {DML}, r.placement
+    _assert_matches_reference(spec, r)

@@ -1,0 +1,56 @@
+"""Unit tests of the lane runner's parsing and discovery (no Wine needed; not marked dml)."""
+
+from __future__ import annotations
+
+from ort_dml_ops import lane
+from ort_dml_ops.lane import CPU, DML
+
+LOG = """\
+2026-11-22 06:32:58.4301258 [I:onnxruntime:case0001, transformer_memcpy.cc:393 onnxruntime::TransformerMemcpyImpl::AddCopyNode] Add MemcpyFromHost after s for DmlExecutionProvider
+2026-11-22 06:32:58.4302383 [I:onnxruntime:case0001, transformer_memcpy.cc:393 onnxruntime::TransformerMemcpyImpl::AddCopyNode] Add MemcpyToHost before m for DmlExecutionProvider
+2026-11-22 06:32:58.4305806 [V:onnxruntime:case0001, session_state.cc:1307 onnxruntime::VerifyEachNodeIsAssignedToAnEp] Node placements
+2026-11-22 06:32:58.4306615 [V:onnxruntime:case0001, session_state.cc:1313 onnxruntime::VerifyEachNodeIsAssignedToAnEp]  Node(s) placed on [CPUExecutionProvider]. Number of nodes: 1
+2026-11-22 06:32:58.4307650 [V:onnxruntime:case0001, session_state.cc:1315 onnxruntime::VerifyEachNodeIsAssignedToAnEp]   ScatterElements (scat)
+2026-11-22 06:32:58.4308494 [V:onnxruntime:case0001, session_state.cc:1313 onnxruntime::VerifyEachNodeIsAssignedToAnEp]  Node(s) placed on [DmlExecutionProvider]. Number of nodes: 4
+2026-11-22 06:32:58.4309521 [V:onnxruntime:case0001, session_state.cc:1315 onnxruntime::VerifyEachNodeIsAssignedToAnEp]   DmlFusedNode_0_0 (DmlFusedNode_0_0)
+2026-11-22 06:32:58.4310418 [V:onnxruntime:case0001, session_state.cc:1315 onnxruntime::VerifyEachNodeIsAssignedToAnEp]   DmlFusedNode_1_2 (DmlFusedNode_1_2)
+2026-11-22 06:32:58.4311317 [V:onnxruntime:case0001, session_state.cc:1315 onnxruntime::VerifyEachNodeIsAssignedToAnEp]   MemcpyFromHost (Memcpy)
+2026-11-22 06:32:58.4312148 [V:onnxruntime:case0001, session_state.cc:1315 onnxruntime::VerifyEachNodeIsAssignedToAnEp]   MemcpyToHost (Memcpy_token_0)
+2026-11-22 06:32:58.4312148 [V:onnxruntime:case0002, session_state.cc:1315 onnxruntime::VerifyEachNodeIsAssignedToAnEp]   Other (other)
+"""
+
+
+def test_split_and_parse_placements():
+    per = lane._split_log(LOG)
+    assert set(per) == {"0001", "0002"}
+    placed, copies, all_on = lane.parse_placements(per["0001"])
+    assert placed["scat"] == CPU and placed["DmlFusedNode_0_0"] == DML and placed["Memcpy"] == DML
+    assert copies == ["MemcpyFromHost after s for DmlExecutionProvider",
+                      "MemcpyToHost before m for DmlExecutionProvider"]
+    assert all_on is None
+
+
+def test_fused_nodes_resolve_to_original_names():
+    placed, _, all_on = lane.parse_placements(lane._split_log(LOG)["0001"])
+    placement, unresolved, fused = lane._resolve(["cs", "mul1", "scat", "add1"], placed, all_on, True)
+    assert placement == {"cs": DML, "mul1": DML, "scat": CPU, "add1": DML}
+    assert fused == ["DmlFusedNode_0_0", "DmlFusedNode_1_2"] and unresolved == []
+    # with graph optimizations on, a missing node may have been optimized away: not guessed
+    placement, unresolved, _ = lane._resolve(["cs", "scat"], placed, all_on, False)
+    assert placement == {"scat": CPU} and unresolved == ["cs"]
+
+
+def test_all_nodes_on_one_provider():
+    msgs = [" All nodes placed on [DmlExecutionProvider]. Number of nodes: 1"]
+    placed, _, all_on = lane.parse_placements(msgs)
+    assert all_on == DML
+    placement, unresolved, _ = lane._resolve(["a"], placed, all_on, True)
+    assert placement == {"a": DML} and not unresolved
+
+
+def test_lane_unavailable_reason(tmp_path, monkeypatch):
+    monkeypatch.setenv("DML_LANE", str(tmp_path))
+    ok, why = lane.lane_available()
+    assert not ok and "make dml-lane" in why
+    monkeypatch.setenv("ORT_DML_OPS_NO_LANE", "1")
+    assert lane.lane_available() == (False, "ORT_DML_OPS_NO_LANE=1")
