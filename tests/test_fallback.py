@@ -269,3 +269,17 @@ def test_session_keeps_working_after_a_runtime_error():
     with pytest.raises(Exception, match="axis 7 is out of range"):
         session.run(None, {**good, "axis": np.array(7)})
     assert_same(session.run(None, good)[0], native_result("CumProd", np.float32, {}, good))
+
+
+def test_kernels_still_run_if_another_library_reinstalls_the_stock_hook():
+    from onnxruntime_extensions import PyCustomOpDef, _ocos
+
+    model = model_with("CumProd", np.float32, {"reverse": 1}, domain=DOMAIN, opset=17)
+    session = ort_dml_ops.InferenceSession(model, providers=["CPUExecutionProvider"])
+    feeds = feeds_for("CumProd", np.float32, np.random.default_rng(5))
+    PyCustomOpDef.install_hooker(_ocos._on_pyop_invocation)
+    try:
+        got = session.run(None, feeds)[0]
+    finally:
+        PyCustomOpDef.install_hooker(registry._fast_invoke)
+    assert_same(got, native_result("CumProd", np.float32, {"reverse": 1}, feeds))

@@ -28,7 +28,9 @@ def _back(result: np.ndarray, like: np.ndarray) -> np.ndarray:
 def scan_kernel(op: str):
     scan = {"CumSum": cumsum, "CumProd": cumprod}[op]
 
-    def kernel(x, axis, exclusive=0, reverse=0, compute=""):
+    # `session` is consumed by our hook; accepted here too so the kernels still work if another
+    # library re-installs the stock hook (then errors abort, as for every PyOp).
+    def kernel(x, axis, exclusive=0, reverse=0, compute="", session=""):
         work = _in_compute_type(x, compute)
         return _back(scan(work, axis, int(exclusive), int(reverse), inplace=True), x)
 
@@ -36,7 +38,7 @@ def scan_kernel(op: str):
     return kernel
 
 
-def scatter_kernel(data, indices, updates, axis=0, reduction="none", compute=""):
+def scatter_kernel(data, indices, updates, axis=0, reduction="none", compute="", session=""):
     work = _in_compute_type(data, compute)
     result = scatter_elements(work, indices, _in_compute_type(updates, compute), int(axis), reduction, inplace=True)
     return _back(result, data)
