@@ -39,6 +39,8 @@ SHORT = {T.FLOAT: "f32", T.FLOAT16: "f16", T.DOUBLE: "f64", T.INT32: "i32", T.IN
 KNOWN_EMULATOR_FAILURES = {
     "CumSum-i64": "int64 CumSum fails at session creation under the emulator (DESIGN.md, measured)",
     "CumSum-u64": "64-bit CumSum: same DirectML path as int64 under the emulator",
+    "ScatterElements-f32-smallidx": "DML kernel creation fails (E_INVALIDARG in AbiCustomRegistry.cpp): "
+                                    "indices smaller than data on a non-axis dimension (measured, deterministic)",
     # float16 Scatter* with a reduction: ORT's CPU kernel refuses MLFloat16 at run time (any build)
     **{f"Scatter{k}-f16-{r}": "float16 reduction: the CPU kernel refuses MLFloat16"
        for k in ("Elements", "ND") for r in ("add", "mul", "max", "min")},
@@ -94,10 +96,10 @@ def corpus(full: bool):
                 kw = {"reduction": red} if red else {}
                 tag = red or "plain"
                 data = _arr(e, (3, 4), rng)
-                idx = np.array([[0, 1, 2, 3], [3, 2, 1, 0]], np.int64)
+                idx = np.array([[0, 1, 2, 0], [2, 2, 1, 0]], np.int64)
                 upd = _arr(e, (2, 4), rng)
                 add(f"ScatterElements-{SHORT[e]}-{tag}",
-                    h.make_node("ScatterElements", ["data", "idx", "upd"], ["out"], name="scatter", axis=1, **kw),
+                    h.make_node("ScatterElements", ["data", "idx", "upd"], ["out"], name="scatter", axis=0, **kw),
                     [("data", e, (3, 4)), ("idx", T.INT64, (2, 4)), ("upd", e, (2, 4))], [("out", e)], opset,
                     {"data": data, "idx": idx, "upd": upd})
                 idx_nd = np.array([[0], [2]], np.int64)
@@ -155,6 +157,13 @@ def corpus(full: bool):
         add("Expand-f32", h.make_node("Expand", ["x", "shp"], ["y"], name="expand"), f, [("y", T.FLOAT)], opset,
             {"x": x}, [h.make_tensor("shp", T.INT64, [3], [2, 2, 3])])
         add("Shape-f32", h.make_node("Shape", ["x"], ["y"], name="shape"), f, [("y", T.INT64)], opset, {"x": x})
+    # DML's scatter needs indices as large as the data on every axis but `axis` (DML_SCATTER_OPERATOR_DESC);
+    # ONNX allows smaller: the DML kernel then fails at session creation (placement is still DML's).
+    add("ScatterElements-f32-smallidx", h.make_node("ScatterElements", ["data", "idx", "upd"], ["out"],
+                                                    name="scatter", axis=1),
+        [("data", T.FLOAT, (3, 4)), ("idx", T.INT64, (2, 4)), ("upd", T.FLOAT, (2, 4))], [("out", T.FLOAT)], 16,
+        {"data": _arr(T.FLOAT, (3, 4), rng), "idx": np.array([[0, 1, 2, 3], [3, 2, 1, 0]], np.int64),
+         "upd": _arr(T.FLOAT, (2, 4), rng)})
     if not full:  # one more CumSum dtype that DML takes
         add("CumSum-i32-input-e0r0", h.make_node("CumSum", ["x", "axis"], ["y"], name="cumsum"),
             [("x", T.INT32, (3, 5)), ("axis", T.INT64, ())], [("y", T.INT32)], 14,
