@@ -32,6 +32,7 @@ INT_MAX = 2**31 - 1
 
 DML_REG = "onnxruntime/core/providers/dml/DmlExecutionProvider/src/Operators/OperatorRegistration.cpp"
 DML_DIR = "onnxruntime/core/providers/dml/DmlExecutionProvider/src/Operators/"
+DML_VERSIONS = "onnxruntime/core/providers/dml/OperatorAuthorHelper/OperatorVersions.h"
 CUDA_EP = "onnxruntime/core/providers/cuda/cuda_execution_provider.cc"
 CUDA_CONTRIB = "onnxruntime/contrib_ops/cuda/cuda_contrib_kernels.cc"
 
@@ -54,14 +55,13 @@ def _git_rev(git_dir: str, rev: str) -> str:
                           check=True, capture_output=True, text=True).stdout.strip()
 
 
-def _since_version(op: str, opset: int, domain: str) -> int:
-    """OnnxOperatorSet<N>::sc_sinceVer_<Op>: the since-version of <Op> in opset N."""
-    import onnx.defs
-
-    try:
-        return onnx.defs.get_schema(op, opset, domain).since_version
-    except Exception:  # contrib / DML-private schemas: the table's version is the since-version
-        return opset
+def _versions_table(text: str) -> dict:
+    """OperatorVersions.h: {("OnnxOperatorSet13", "Scatter"): 13, ...}."""
+    out: dict = {}
+    for ns, body in re.findall(r"namespace\s+(\w+OperatorSet\d+)\s*\{(.*?)\}", text, re.S):
+        for name, v in re.findall(r"sc_sinceVer_(\w+)\s*=\s*(\d+)", body):
+            out[(ns, name)] = int(v)
+    return out
 
 
 def _dml_flags(src: str) -> dict[str, set[str]]:
@@ -111,6 +111,7 @@ def _split_args(s: str) -> list[str]:
 
 def gen_dml(git_dir: str, rev: str, tag: str) -> dict:
     src = _git_show(git_dir, rev, DML_REG)
+    versions = _versions_table(_git_show(git_dir, rev, DML_VERSIONS))
     flags = _dml_flags(src)
     names = {n: re.findall(r'"([^"]*)"', v) for n, v in
              re.findall(r"std::array<const char\*,\s*\d+>\s+(\w+)\s*=\s*\{([^}]*)\}", src)}
@@ -150,9 +151,13 @@ def gen_dml(git_dir: str, rev: str, tag: str) -> dict:
         constraint_names = names[tnames]
         constraint_types = types[tlist]
         assert len(constraint_names) == len(constraint_types), (op, tnames, tlist)
+        ns = ("OnnxOperatorSet" if domain == "" else "MsftOperatorSet") + str(ver)
+        since = versions.get((ns, op))
+        if since is None:
+            raise SystemExit(f"{DML_VERSIONS}: no {ns}::sc_sinceVer_{op}")
         rows.append({
             "op": op, "domain": domain,
-            "since": _since_version(op, ver, domain) if domain == "" else ver,
+            "since": since,  # REG_INFO(ver, Op) registers OnnxOperatorSet<ver>::sc_sinceVer_<Op>
             "end": None,  # AbiCustomRegistry.cpp: .SinceVersion(minimumOperatorSetVersion) only
             "types": {n: sorted(_dml_type_expr(t, flags)) for n, t in zip(constraint_names, constraint_types)},
             "cpu_inputs": cpu_inputs,
@@ -180,6 +185,7 @@ def gen_dml(git_dir: str, rev: str, tag: str) -> dict:
         "provider": "DmlExecutionProvider",
         "build": tag,
         "source": {"repo": "microsoft/onnxruntime", "revision": _git_rev(git_dir, rev), "file": DML_REG,
+                   "since_versions": DML_VERSIONS,
                    "dml_target_version": "0x6400 (DirectML 1.15, bundled with the 1.24 DML build): "
                                          "rows under '#if DML_TARGET_VERSION >= 0x6400' are included"},
         "kernels": rows,
