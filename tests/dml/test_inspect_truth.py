@@ -186,7 +186,7 @@ def test_inspect_matches_real_dml_placement():
               if name.startswith(OPTIMIZED)][:4]
     opt_on = {"graph_optimization_level": "ORT_ENABLE_ALL"}
     results = run_cases([Case(name, model, feeds, session_options=opt_on if opt else None)
-                         for name, model, feeds, opt in cases], sessions_per_process=8)
+                         for name, model, feeds, opt in cases], sessions_per_process=int(os.environ.get("DML_LANE_SESSIONS", "16")))
     assert len(results) == len(cases)
     cannot_run, mismatches, compared = [], [], 0
     for (name, model, _, opt), res in zip(cases, results):
