@@ -185,8 +185,9 @@ def test_inspect_matches_real_dml_placement():
     cases += [(name + "+opt", model, feeds, True) for name, model, feeds, _ in cases
               if name.startswith(OPTIMIZED)][:4]
     opt_on = {"graph_optimization_level": "ORT_ENABLE_ALL"}
+    per_process = int(os.environ.get("DML_LANE_SESSIONS", "16"))  # as tests/dml/conftest.py
     results = run_cases([Case(name, model, feeds, session_options=opt_on if opt else None)
-                         for name, model, feeds, opt in cases], sessions_per_process=int(os.environ.get("DML_LANE_SESSIONS", "16")))
+                         for name, model, feeds, opt in cases], sessions_per_process=per_process)
     assert len(results) == len(cases)
     cannot_run, mismatches, compared = [], [], 0
     for (name, model, _, opt), res in zip(cases, results):
