@@ -164,10 +164,49 @@ def corpus(full: bool):
         [("data", T.FLOAT, (3, 4)), ("idx", T.INT64, (2, 4)), ("upd", T.FLOAT, (2, 4))], [("out", T.FLOAT)], 16,
         {"data": _arr(T.FLOAT, (3, 4), rng), "idx": np.array([[0, 1, 2, 3], [3, 2, 1, 0]], np.int64),
          "upd": _arr(T.FLOAT, (2, 4), rng)})
+    cases.extend(multi_node_cases(rng))
     if not full:  # one more CumSum dtype that DML takes
         add("CumSum-i32-input-e0r0", h.make_node("CumSum", ["x", "axis"], ["y"], name="cumsum"),
             [("x", T.INT32, (3, 5)), ("axis", T.INT64, ())], [("y", T.INT32)], 14,
             {"x": _arr(T.INT32, (3, 5), rng), "axis": np.array(0, np.int64)})
+    return cases
+
+
+def multi_node_cases(rng):
+    """Small graphs whose device boundaries need Memcpy nodes (and one CPU-preferred shape chain)."""
+    out = []
+    f = T.FLOAT
+    data = _arr(f, (3, 4), rng)
+    idx = np.array([[0, 1, 2, 0], [2, 2, 1, 0]], np.int64)
+    upd = _arr(f, (2, 4), rng)
+    vi = h.make_tensor_value_info
+    scatter_ins = [vi("x", f, [3, 4]), vi("idx", T.INT64, [2, 4]), vi("upd", f, [2, 4])]
+    feeds = {"x": data, "idx": idx, "upd": upd}
+    # DML -> CPU (QueryScatter rejects add) -> DML: one MemcpyToHost, one MemcpyFromHost
+    g = h.make_graph([h.make_node("Relu", ["x"], ["r"], name="relu"),
+                      h.make_node("ScatterElements", ["r", "idx", "upd"], ["s"], name="scatter", reduction="add"),
+                      h.make_node("Neg", ["s"], ["y"], name="neg")], "g", scatter_ins, [vi("y", f, None)])
+    out.append(("Chain-relu-scatteradd-neg@16", g))
+    # a graph input read on both sides: one MemcpyFromHost for it
+    g = h.make_graph([h.make_node("Relu", ["x"], ["r"], name="relu"),
+                      h.make_node("ScatterElements", ["x", "idx", "upd"], ["s"], name="scatter", reduction="mul")],
+                     "g", scatter_ins, [vi("r", f, None), vi("s", f, None)])
+    out.append(("Input-both-sides@16", g))
+    # Shape -> Gather -> Unsqueeze -> Concat -> Reshape: the middle stays on the CPU (GetCpuPreferredNodes)
+    g = h.make_graph([h.make_node("Shape", ["x"], ["sh"], name="shape"),
+                      h.make_node("Gather", ["sh", "zero"], ["d0"], name="gather", axis=0),
+                      h.make_node("Unsqueeze", ["d0", "ax0"], ["d0u"], name="unsqueeze"),
+                      h.make_node("Concat", ["d0u", "minus1"], ["shp"], name="concat", axis=0),
+                      h.make_node("Reshape", ["x", "shp"], ["y"], name="reshape")], "g",
+                     [vi("x", f, ["N", 4])], [vi("y", f, None)],
+                     [h.make_tensor("zero", T.INT64, [], [0]), h.make_tensor("ax0", T.INT64, [1], [0]),
+                      h.make_tensor("minus1", T.INT64, [1], [-1])])
+    out.append(("Shape-chain@16", g))
+    cases = []
+    for name, g in out:
+        m = h.make_model(g, opset_imports=[h.make_opsetid("", 16)])
+        m.ir_version = 8
+        cases.append((name, m, {k: v for k, v in feeds.items() if k in {i.name for i in g.input}}))
     return cases
 
 
