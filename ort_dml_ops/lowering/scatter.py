@@ -81,11 +81,14 @@ class ScatterLowering(Rule):
         return e.done([y], f"{K} updates into {M} elements; reduction {red}" + (f"; {steps}-step segmented scan" if steps else ""))
 
 
-def _check(e: Emitter, idx: ir.Value, dim: ir.Value) -> ir.Value:
-    """idx unchanged, but Gather fails at run time when any index is outside [-dim, dim)."""
-    neg = e.op("Neg", dim)
+def _check(e: Emitter, idx: ir.Value, dim: ir.Value, neg: ir.Value) -> ir.Value:
+    """idx unchanged, but Gather fails at run time when any index is outside [-dim, dim).
+
+    `dim` and `neg` (= -dim) are int64 constants. No Cast: the flag becomes 0 / 1 through a
+    Where (64-bit Casts do not compile under the DML lane's emulator; see docs/convert.md).
+    """
     ok = e.op("And", e.op("Not", e.op("Less", idx, neg)), e.op("Less", idx, dim))
-    bad = e.cast(e.op("Not", ok), ir.DataType.INT64)
+    bad = e.op("Where", ok, e.i64(0), e.i64(1))
     zero = e.op("Gather", e.i64([0]), bad, axis=0)  # index 1 is out of bounds -> error
     return e.op("Add", idx, zero)
 
@@ -97,7 +100,7 @@ def _positions_elements(e: Emitter, indices: ir.Value, dshape: list[int], axis: 
     idx = e.cast(indices, ir.DataType.INT64) if indices.dtype != ir.DataType.INT64 else indices
     dim = e.i64(dshape[axis])
     if check:
-        idx = _check(e, idx, dim)
+        idx = _check(e, idx, dim, e.i64(-dshape[axis]))
     idx = e.op("Where", e.op("Less", idx, e.i64(0)), e.op("Add", idx, dim), idx)
     pos = e.op("Mul", idx, e.i64(strides[axis]))
     for d in range(rank):
@@ -119,7 +122,7 @@ def _positions_nd(e: Emitter, indices: ir.Value, dshape: list[int], check: bool)
     idx = e.reshape(idx, [T, q])
     dims = e.i64(np.asarray(dshape[:q], np.int64).reshape(1, q))
     if check:
-        idx = _check(e, idx, dims)
+        idx = _check(e, idx, dims, e.i64(-np.asarray(dshape[:q], np.int64).reshape(1, q)))
     idx = e.op("Where", e.op("Less", idx, e.i64(0)), e.op("Add", idx, dims), idx)
     strides = [int(np.prod(dshape[j + 1:q])) * R for j in range(q)]
     tup = None
@@ -146,8 +149,8 @@ def scatter_flat(e: Emitter, flat: ir.Value, pos: ir.Value, vals: ir.Value, K: i
         target = pos
         scanned = vals
     else:
-        key = e.cast(pos, ir.DataType.FLOAT) if M < 2**24 else pos
-        _, perm = e.op("TopK", key, e.i64([K]), outputs=2, largest=0, sorted=1, axis=0)
+        # sort the int64 positions themselves: exact for any M, and no int64 -> float Cast
+        _, perm = e.op("TopK", pos, e.i64([K]), outputs=2, largest=0, sorted=1, axis=0)
         spos = e.op("Gather", pos, perm, axis=0)
         scanned = e.op("Gather", vals, perm, axis=0)
         op = REDUCE_OPS[red]
@@ -167,7 +170,8 @@ def scatter_flat(e: Emitter, flat: ir.Value, pos: ir.Value, vals: ir.Value, K: i
     A = e.slice(e.reshape(unpooled, [L]), [0], [M], [0])
     mark = e.op("Greater", A, e.const(np.float32(0)))
     gi = e.op("Relu", e.op("Sub", A, e.const(np.float32(1))))
-    value = e.op("Gather", scanned, e.cast(gi, ir.DataType.INT64), axis=0)
+    # int32 indices (K < 2^24): a float -> int32 Cast, never a 64-bit one
+    value = e.op("Gather", scanned, e.cast(gi, ir.DataType.INT32), axis=0)
     if red == "none":
         combined = value
     else:
