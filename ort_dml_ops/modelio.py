@@ -57,7 +57,18 @@ def load_model(model: onnx.ModelProto | str | os.PathLike | bytes, *, load_exter
         if path.stat().st_size == 0:
             raise UserError(f"{path}: the file is empty, not an ONNX model")
         try:
-            proto = onnx.load(str(path), load_external_data=load_external_data)
+            proto = onnx.load(str(path), load_external_data=False)
+        except DecodeError as exc:
+            raise UserError(f"{path}: not an ONNX model (protobuf decode failed: {exc})") from None
+        except (OSError, ValueError, onnx.checker.ValidationError) as exc:
+            first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            raise UserError(f"{path}: cannot load the model ({first})") from None
+        _require_graph(proto, str(path))
+        check_external_data(proto, path.parent, str(path))
+        if not load_external_data or not _uses_external_data(proto):
+            return proto
+        try:
+            proto = onnx.load(str(path), load_external_data=True)
         except DecodeError as exc:
             raise UserError(f"{path}: not an ONNX model (protobuf decode failed: {exc})") from None
         except (OSError, ValueError, onnx.checker.ValidationError) as exc:
@@ -66,6 +77,47 @@ def load_model(model: onnx.ModelProto | str | os.PathLike | bytes, *, load_exter
         _require_graph(proto, str(path))
         return proto
     raise UserError(f"expected an onnx.ModelProto, a path or bytes, got {type(model).__name__}")
+
+
+def _tensors(proto: onnx.ModelProto):
+    def walk(graph):
+        yield from graph.initializer
+        for node in graph.node:
+            for attr in node.attribute:
+                if attr.HasField("t"):
+                    yield attr.t
+                yield from attr.tensors
+                for g in [attr.g] if attr.HasField("g") else list(attr.graphs):
+                    yield from walk(g)
+
+    yield from walk(proto.graph)
+    for f in proto.functions:
+        for node in f.node:
+            for attr in node.attribute:
+                if attr.HasField("t"):
+                    yield attr.t
+
+
+def _uses_external_data(proto: onnx.ModelProto) -> bool:
+    return any(t.data_location == onnx.TensorProto.EXTERNAL for t in _tensors(proto))
+
+
+def check_external_data(proto: onnx.ModelProto, folder: Path, what: str) -> None:
+    """Refuse external data outside the model's folder (absolute, `..`, links out) or missing."""
+    root = folder.resolve()
+    for t in _tensors(proto):
+        if t.data_location != onnx.TensorProto.EXTERNAL:
+            continue
+        location = next((e.value for e in t.external_data if e.key == "location"), "")
+        where = Path(location)
+        if not location or where.is_absolute() or where.drive:
+            raise UserError(f"{what}: external data {location!r} of tensor {t.name!r} is outside the model's folder "
+                            "(an absolute path); refused")
+        target = (root / where).resolve()
+        if target != root and root not in target.parents:
+            raise UserError(f"{what}: external data {location!r} of tensor {t.name!r} is outside the model's folder; refused")
+        if not target.is_file():
+            raise UserError(f"{what}: external data file {location!r} of tensor {t.name!r} does not exist")
 
 
 def _require_graph(proto: onnx.ModelProto, what: str) -> None:
@@ -84,7 +136,11 @@ def save_model_atomic(model: onnx.ModelProto, path: str | os.PathLike, *, source
         raise UserError(f"{path}: the output path is the input model; choose another output path")
     folder = path.parent if str(path.parent) else Path(".")
     if not folder.is_dir():
+        if folder.exists() or any(p.exists() and not p.is_dir() for p in folder.parents):
+            raise UserError(f"{folder}: not a folder (a file is in the output path)")
         raise UserError(f"{folder}: the output folder does not exist")
+    if path.is_dir():
+        raise UserError(f"{path}: cannot write the output (the output path is a directory)")
     fix_ir_version(model)
     try:
         fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=folder)

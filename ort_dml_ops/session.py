@@ -9,14 +9,17 @@ about, not hidden.
 from __future__ import annotations
 
 import itertools
+import re
 import os
 import warnings
 
 import onnx
 import onnxruntime as ort
-from onnxruntime.capi.onnxruntime_pybind11_state import InvalidArgument
+from onnxruntime.capi.onnxruntime_pybind11_state import Fail, InvalidArgument, InvalidGraph, InvalidProtobuf, NoSuchFile
+from onnxruntime.capi.onnxruntime_pybind11_state import NotImplemented as NotImplemented_
 
 from . import fallback
+from .errors import UserError
 from .modelio import fix_ir_version, load_model
 
 DML, CUDA, CPU = "DmlExecutionProvider", "CUDAExecutionProvider", "CPUExecutionProvider"
@@ -69,7 +72,11 @@ def InferenceSession(model, providers=None, sess_options: ort.SessionOptions | N
         session_class = FallbackSession
     if isinstance(source, onnx.ModelProto):
         source = fix_ir_version(source).SerializeToString()
-    session = session_class(source, so, providers=providers, **kwargs)
+    try:
+        session = session_class(source, so, providers=providers, **kwargs)
+    except (Fail, InvalidArgument, InvalidGraph, InvalidProtobuf, NoSuchFile, NotImplemented_) as exc:
+        what = os.fspath(model) if isinstance(model, (str, os.PathLike)) else "the model"
+        raise UserError(f"{what}: ONNX Runtime cannot load the model ({_ort_reason(exc)})") from None
     if tag is not None:
         session._fallback_tag = tag
 
@@ -85,6 +92,14 @@ def InferenceSession(model, providers=None, sess_options: ort.SessionOptions | N
 
 
 _TAGS = itertools.count(1)
+
+
+def _ort_reason(exc: Exception) -> str:
+    """ORT's message, one line, without its '[ONNXRuntimeError] : n : CODE : Load model from P failed:' prefix."""
+    text = " ".join(str(exc).split())
+    text = re.sub(r"^\[ONNXRuntimeError\] : \d+ : \w+ : ", "", text)
+    text = re.sub(r"^Load model from .*? failed:", "", text).strip()
+    return text
 
 
 class FallbackSession(ort.InferenceSession):
