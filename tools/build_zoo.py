@@ -377,7 +377,7 @@ def npz_bytes(arrays: dict[str, np.ndarray]) -> bytes:
     """An .npz archive with fixed timestamps (np.savez stamps the current time)."""
     buf = io.BytesIO()
     with zipfile.ZipFile(buf, "w", compression=zipfile.ZIP_DEFLATED) as zf:
-        for key in sorted(arrays):
+        for key in arrays:  # in the model's input / output order
             info = zipfile.ZipInfo(f"{key}.npy", date_time=(1980, 1, 1, 0, 0, 0))
             info.compress_type = zipfile.ZIP_DEFLATED
             arr = io.BytesIO()
