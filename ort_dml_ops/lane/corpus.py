@@ -405,7 +405,27 @@ def emulator_failure_specs() -> list[Spec]:
         slice_pad_mul_spec("slice_pad", shape=(3, 256), expect_error=err,
                            name="Slice->Pad(1)->Mul-3x256-op17 (vec4)"),
         _vec4_mul_spec(err),
+        _with_options(slice_pad_mul_spec("slice_pad", shape=(3, 256), expect_error=r"80070057|Invalid parameter",
+                                         name="Slice->Pad(1)->Mul-3x256-op17 (vec4, graph fusion off)"),
+                      {"config": {"ep.dml.disable_graph_fusion": "1"}}),
     ]
+
+
+def _with_options(spec: Spec, options: dict) -> Spec:
+    spec.session_options = options
+    return spec
+
+
+def cpu_fallback_guard_spec() -> Spec:
+    """A DML session ORT could not really create (it falls back to the CPU EP silently).
+
+    The DML EP option disable_metacommands=1 makes the EP fail to initialize under the
+    emulator; ORT then prints "EP Error" and runs on the CPU EP. The runner must report it
+    as a failure (stage "providers"), never as a pass.
+    """
+    sp = cumsum_spec("float32", 14, name="CumSum-float32-op14-dml-not-really (guard)")
+    sp.session_options = {"provider_options": {"disable_metacommands": "1"}}
+    return sp
 
 
 def _vec4_mul_spec(err):

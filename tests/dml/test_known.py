@@ -19,7 +19,8 @@ pytestmark = pytest.mark.dml
 KNOWN = {s.name: s for s in corpus.known_specs()}
 FAILS = {s.name: s for s in corpus.emulator_failure_specs()}
 WORKS = {s.name: s for s in corpus.working_pattern_specs()}
-LANE_CASES = [s.case() for s in (*KNOWN.values(), *FAILS.values(), *WORKS.values())]
+GUARD = corpus.cpu_fallback_guard_spec()
+LANE_CASES = [s.case() for s in (*KNOWN.values(), *FAILS.values(), *WORKS.values(), GUARD)]
 
 
 def _assert_ran_on_dml(r):
@@ -83,3 +84,11 @@ def test_shift_patterns_that_work(lane_results, name):
     _assert_ran_on_dml(r)
     assert set(r.placement.values()) == {DML}, r.placement
     _assert_matches_reference(spec, r)
+
+
+def test_session_that_fell_back_to_cpu_is_a_failure(lane_results):
+    """ORT silently falls back to the CPU EP when the DML EP fails to initialize: not a pass."""
+    r = lane_results[GUARD.name]
+    assert not r.ok and r.stage == "providers", (r.ok, r.stage, r.providers, r.error)
+    assert r.providers and r.providers[0] != DML
+    assert "did not get DmlExecutionProvider first" in r.error
