@@ -26,13 +26,14 @@ mkdir -p "$W"; W=$(cd "$W" && pwd); cd "$W"
 PY=${DML_LANE_HOST_PYTHON:-python3}
 t0=$(date +%s)
 log() { echo "dml-lane: $*" >&2; }
+"$PY" -c "import pip" >/dev/null 2>&1 || { log "$PY has no pip (set DML_LANE_HOST_PYTHON to a Python with pip)"; exit 1; }
 as_root() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo -n "$@"; fi; }
 
 # 1. Wine and a virtual X display (system packages).
 # libvulkan1 (the Vulkan loader) is easy to miss: without it vkd3d aborts with
 # "Assertion failed: !optional_user_extension_count || user_extension_supported".
 if [ ! -x /usr/bin/wine ] || ! command -v xvfb-run >/dev/null || ! command -v xauth >/dev/null \
-   || ! ldconfig -p | grep -q 'libvulkan.so.1 '; then
+   || ! ldconfig -p | grep 'libvulkan.so.1 ' >/dev/null; then
   log "installing wine, xvfb, libvulkan1 (apt)"
   as_root apt-get update -qq >/dev/null
   as_root apt-get install -y -qq --no-install-recommends wine wine64 libwine xvfb xauth libvulkan1 >/dev/null
