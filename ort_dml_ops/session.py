@@ -12,6 +12,7 @@ import itertools
 import re
 import os
 import warnings
+from pathlib import Path
 
 import onnx
 import onnxruntime as ort
@@ -64,9 +65,14 @@ def InferenceSession(model, providers=None, sess_options: ort.SessionOptions | N
         so.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
 
     source = _session_source(model)
+    if isinstance(model, (str, os.PathLike)) and isinstance(source, onnx.ModelProto):
+        # ORT reads the external data of a model given as bytes from this folder
+        so.add_session_config_entry(_EXTERNAL_FOLDER, str(Path(model).resolve().parent))
     session_class, tag = ort.InferenceSession, None
     if isinstance(source, onnx.ModelProto) and fallback.uses_fallback(source):
         _register_library_once(so)
+        # the kernels' errors are handed to the thread that called run(): keep nodes on it
+        so.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
         tag = f"s{next(_TAGS)}"
         source = fallback.prepare(source, session_tag=tag)
         session_class = FallbackSession
@@ -92,6 +98,7 @@ def InferenceSession(model, providers=None, sess_options: ort.SessionOptions | N
 
 
 _TAGS = itertools.count(1)
+_EXTERNAL_FOLDER = "session.model_external_initializers_file_folder_path"
 
 
 def _ort_reason(exc: Exception) -> str:
@@ -131,10 +138,12 @@ class FallbackSession(ort.InferenceSession):
 def _session_source(model):
     """A path ORT can open itself (keeps external data working), or a ModelProto to inspect."""
     if isinstance(model, (str, os.PathLike)):
+        # External data stays in its files (a model may be over 2 GB): the rewritten copy keeps
+        # the references, and ORT resolves them against the model's folder (see InferenceSession).
         proto = load_model(model, load_external_data=False)
         if not fallback.uses_fallback(proto):
             return os.fspath(model)
-        return load_model(model)
+        return proto
     return load_model(model)
 
 

@@ -95,7 +95,9 @@ def _fast_invoke(k_id, feed, attributes):
     except Exception as exc:  # noqa: BLE001 - raising here would abort the process
         message = str(exc) if str(exc).startswith(op) else f"{op}: {exc}"
         with _lock:
-            state["errors"].setdefault(session, []).append(f"{DOMAIN}::{message}")
+            # keyed by the calling thread too: a session shared by threads hands each caller its own errors
+            # (ORT runs a sequential session's nodes on the thread that called run())
+            state["errors"].setdefault((session, threading.get_ident()), []).append(f"{DOMAIN}::{message}")
         result = feed[0]
     if dtype == "string":
         return k_id, result.shape, result.reshape(-1).tolist()
@@ -103,6 +105,6 @@ def _fast_invoke(k_id, feed, attributes):
 
 
 def take_errors(session: str) -> list[str]:
-    """Errors the kernels recorded for a session tag since the last call (and forget them)."""
+    """Errors the kernels recorded for a session tag, in this thread, since the last call (and forget them)."""
     with _lock:
-        return _state()["errors"].pop(session, [])
+        return _state()["errors"].pop((session, threading.get_ident()), [])
