@@ -225,7 +225,7 @@ def _write_atomic(path: Path, text: str) -> None:
 # ---------------------------------------------------------------------------------- the picture
 
 COLOURS = {"gpu": "#1a9850", "cpu": "#d73027", "folded": "#b8b8b8", "none": "#222222"}
-BOX_W, BOX_H, COL_W, ROW_H, BAND_LAYERS, PAD = 64, 18, 80, 24, 14, 10
+BOX_W, BOX_H, COL_W, ROW_H, BAND_LAYERS, PAD = 64, 18, 80, 24, 14, 24
 
 
 def _kind(node) -> str:
@@ -282,6 +282,12 @@ def _svg(g: dict) -> str:
         ex, ey = (x2, y2 + BOX_H / 2) if x2 > x1 else (x2 + BOX_W / 2, y2) if y2 > y1 else (x2 + BOX_W, y2 + BOX_H / 2)
         style = 'stroke="#d73027" stroke-width="2.2" stroke-dasharray="4 2"' if copy else 'stroke="#9a9a9a" stroke-width="0.8"'
         title = "<title>device&lt;-&gt;host copy</title>" if copy else ""
+        if abs(ey - sy) < 1 and abs(ex - sx) > COL_W:  # a long edge along a row: bow it above the boxes
+            sy, ey = sy - BOX_H / 2, ey - BOX_H / 2
+            cy = sy - min(ROW_H * 0.9, 6 + abs(ex - sx) / COL_W * 3)
+            parts.append(f'<path d="M{sx:.1f},{sy:.1f} C{sx:.1f},{cy:.1f} {ex:.1f},{cy:.1f} {ex:.1f},{ey:.1f}" '
+                         f'fill="none" {style}>{title}</path>')
+            continue
         parts.append(f'<line x1="{sx:.1f}" y1="{sy:.1f}" x2="{ex:.1f}" y2="{ey:.1f}" {style}>{title}</line>')
     for i, node in enumerate(nodes):
         x, y = pos[i]
