@@ -93,6 +93,18 @@ def _check(e: Emitter, idx: ir.Value, dim: ir.Value, neg: ir.Value) -> ir.Value:
     return e.op("Add", idx, zero)
 
 
+def _scaled(e: Emitter, idx: ir.Value, dim: int, stride: int) -> ir.Value:
+    """idx · stride for idx in [0, dim), as a Gather from the table arange(dim) · stride.
+
+    Not an int64 Mul: the DML EP claims int64 Mul, but its kernel does not compile under the
+    DML lane's emulator (measured; int64 Add, Where, Equal, Gather do). The table has `dim`
+    entries (one axis of the data), so memory stays O(M).
+    """
+    if stride == 1:
+        return idx
+    return e.op("Gather", e.i64(np.arange(dim, dtype=np.int64) * stride), idx, axis=0)
+
+
 def _positions_elements(e: Emitter, indices: ir.Value, dshape: list[int], axis: int, check: bool) -> ir.Value:
     ishape = static_shape(indices)
     rank = len(ishape)
@@ -102,7 +114,7 @@ def _positions_elements(e: Emitter, indices: ir.Value, dshape: list[int], axis: 
     if check:
         idx = _check(e, idx, dim, e.i64(-dshape[axis]))
     idx = e.op("Where", e.op("Less", idx, e.i64(0)), e.op("Add", idx, dim), idx)
-    pos = e.op("Mul", idx, e.i64(strides[axis]))
+    pos = _scaled(e, idx, dshape[axis], strides[axis])
     for d in range(rank):
         if d == axis or ishape[d] == 1:
             continue
@@ -127,7 +139,7 @@ def _positions_nd(e: Emitter, indices: ir.Value, dshape: list[int], check: bool)
     strides = [int(np.prod(dshape[j + 1:q])) * R for j in range(q)]
     tup = None
     for j in range(q):
-        comp = e.op("Mul", e.slice(idx, [j], [j + 1], [1]), e.i64(strides[j]))  # [T, 1]
+        comp = _scaled(e, e.slice(idx, [j], [j + 1], [1]), dshape[j], strides[j])  # [T, 1]
         tup = comp if tup is None else e.op("Add", tup, comp)
     if tup is None:
         tup = e.i64(np.zeros((T, 1), np.int64))
