@@ -92,17 +92,10 @@ class CaseResult:
 # --------------------------------------------------------------------------- lane discovery
 
 def lane_dir() -> Path:
-    """Where the lane lives: $DML_LANE, else where setup.sh last said, else the default."""
+    """Where the lane lives: $DML_LANE (as for setup.sh), else ~/.cache/ort-dml-ops/dml-lane."""
     env = os.environ.get("DML_LANE")
     if env:
         return Path(env).expanduser()
-    pointer = Path.home() / ".cache" / "ort-dml-ops" / "dml-lane.path"
-    try:
-        text = pointer.read_text().strip()
-        if text and Path(text).is_dir():
-            return Path(text)
-    except OSError:
-        pass
     return Path.home() / ".cache" / "ort-dml-ops" / "dml-lane"
 
 

@@ -121,5 +121,4 @@ if [ "$(head -1 smoke.ok 2>/dev/null)" != "$smoke_key" ] && [ "${DML_LANE_NO_SMO
     rm -f smoke.ok; echo "$out" | tail -20 >&2; log "smoke test FAILED"; exit 1
   fi
 fi
-mkdir -p "$HOME/.cache/ort-dml-ops" && echo "$W" > "$HOME/.cache/ort-dml-ops/dml-lane.path" || true
 echo "dml lane ready at $W ($(tail -1 smoke.ok 2>/dev/null || echo 'smoke skipped'); $(( $(date +%s) - t0 ))s): $W/run.sh script.py"
