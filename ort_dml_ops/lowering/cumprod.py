@@ -16,7 +16,7 @@ Short axes (n ≤ 32) use one chain. `exclusive` and `reverse` only change which
 the chain and where the ones go, so they cost nothing.
 
 Dynamic axis length — Hillis–Steele: 31 doubling steps y *= shift(y, 2^k), each shift written
-Pad(constant 1) → Slice (never Slice → Pad, which the DirectML emulator rejects), with the pad
+Pad(constant 1) → Slice, with the pad
 width clipped to the axis length at run time: exact (same products, reassociated) for every
 length < 2^31.
 
