@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 
-import numpy as np
 import onnx
 import onnxruntime as ort
 import pytest

@@ -79,17 +79,15 @@ def type_resolver(node_inputs, node_outputs, bind, value_type):
     """
     ins, var_in, outs, var_out = bind
 
-    def actual(names, formals, variadic, i):
-        if variadic and i == len(formals) - 1:
-            return names[i] if i < len(names) else ""
+    def actual(names, i):  # a variadic last formal is checked by its first actual argument
         return names[i] if i < len(names) else ""
 
     def resolve(constraint: str):
-        for names, formals, variadic in ((node_inputs, ins, var_in), (node_outputs, outs, var_out)):
+        for names, formals in ((node_inputs, ins), (node_outputs, outs)):
             for i, ts in enumerate(formals):
                 if ts != constraint:
                     continue
-                name = actual(names, formals, variadic, i)
+                name = actual(names, i)
                 if name:
                     return value_type(name)
         return None
