@@ -566,9 +566,6 @@ def test_scatter_native_fallback_reference(kind, shp, seed, pattern, specials):
     COUNTS["scatter_three"] += 1
 
 
-@pytest.mark.xfail(strict=True, reason="bug in lowering/scatter.py: ScatterElements with empty indices (K = 0) "
-                   "is lowered to a Reshape the ONNX checker rejects ('Invalid position of 0'), and convert() "
-                   "lets onnx's InferenceError escape instead of a UserError or leaving the node native")
 @pytest.mark.parametrize("dshape,ishape,axis", [((6, 1, 3), (254, 1, 0), -3), ((5,), (0,), 0)])
 def test_lowered_scatter_empty_indices(dshape, ishape, axis):
     data = np.arange(np.prod(dshape), dtype=np.float32).reshape(dshape)
@@ -577,9 +574,6 @@ def test_lowered_scatter_empty_indices(dshape, ishape, axis):
     _same(sess.run(None, feeds)[0], data, "lowered scatter with no updates")
 
 
-@pytest.mark.xfail(strict=True, reason="bug in lowering/scatter.py: max/min with a NaN among the duplicates "
-                   "returns NaN (a Max/Min tree propagates it); ORT's sequential kernel lets the next update "
-                   "replace a NaN. docs/convert.md says max/min are exact")
 @pytest.mark.parametrize("reduction", ["max", "min"])
 def test_lowered_scatter_nan_duplicates(reduction):
     data = np.array([1.0, 1.0], np.float32)
@@ -590,8 +584,6 @@ def test_lowered_scatter_nan_duplicates(reduction):
     _same(low, native, f"lowered vs native ScatterElements {reduction} with a NaN update")
 
 
-@pytest.mark.xfail(strict=True, reason="bug in lowering/scatter.py: an update of -0.0 is written as +0.0 "
-                   "(reduction none); ORT's kernel writes -0.0")
 def test_lowered_scatter_negative_zero():
     feeds = {"data": np.ones(3, np.float32), "indices": np.array([1], np.int64), "updates": np.array([-0.0], np.float32)}
     native = native_scatter("float32", "int64", "none", 1, 0).run(None, feeds)[0]

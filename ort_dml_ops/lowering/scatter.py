@@ -8,15 +8,22 @@ into M data elements — nothing is ever K × M (no one-hot).
 
 1. flat positions: each update's position in the flattened data (indices normalised for
    negatives; the other coordinates are small broadcast constants, strides of the data);
-2. reductions only: sort the positions (TopK, smallest first), gather the updates in that
-   order, and run a segmented log-depth scan (Hillis–Steele, Pad → Slice shifts) whose
-   segments are runs of equal positions: the last element of each run holds the reduction of
-   all its duplicates (add / mul / max / min), exact for integers;
+2. reductions only: sort the positions (TopK, smallest first; equal keys stay in index
+   order), gather the updates in that order, and run a segmented log-depth scan
+   (Hillis–Steele; the partner of each element is fetched by a Gather whose index points at
+   an identity sentinel across run boundaries) whose segments are runs of equal positions:
+   the last element of each run holds the reduction of all its duplicates, combined with the
+   data element (add / mul; exact for integers). Float max / min follow ONNX Runtime's
+   sequential rule exactly (a NaN is replaced by the next item; ties go to the later item):
+   see `_max_min_sequential`;
 3. write: MaxUnpool puts (i + 1) — the run's last slot, as float32 — at each run's position
    (every other slot goes to a dummy position M, sliced off), so A[m] names the update that
-   lands on m; Gather fetches it; `Where(A > 0, data ⊕ value, data)` combines with the data.
+   lands on m; the output is a Gather from [data; results] at `Where(A > 0, M + A - 1, m)`.
 
-Needs static shapes for data and indices and K + 1 < 2^24 (slot numbers exact in float32).
+No float Where touches a value anywhere: ONNX Runtime's CPU Where turns a selected -0.0 into
++0.0, a Gather copies bits. K = 0 (no updates) is an Identity.
+Needs static shapes for data and indices, K + 1 < 2^24 (slot numbers exact in float32) and
+M + 2K < 2^31 (int32 gather indices).
 """
 
 from __future__ import annotations
@@ -52,6 +59,9 @@ class ScatterLowering(Rule):
         K = int(np.prod(static_shape(updates)))
         if K > MAX_SLOTS:
             return f"{K} updates: slot numbers would not be exact in float32 (limit {MAX_SLOTS})"
+        M = int(np.prod(static_shape(data)))
+        if M + 2 * K >= 2**31:
+            return f"{M} data elements and {K} updates: int32 gather indices would overflow"
         if ctx.opset < 11:
             return f"opset {ctx.opset} < 11"
         if data.dtype is None:
@@ -66,6 +76,9 @@ class ScatterLowering(Rule):
         dshape = static_shape(data)
         dt = data.dtype
         red = attr_str(node, "reduction", "none")
+        K = int(np.prod(static_shape(updates)))
+        if K == 0:  # no updates: the data unchanged (a 0-element Reshape would be ambiguous)
+            return e.done([e.op("Identity", data)], f"no updates: the data unchanged; reduction {red}")
         if node.op_type == "ScatterND":
             pos = _positions_nd(e, indices, dshape, ctx.check_indices)
         else:
@@ -77,7 +90,8 @@ class ScatterLowering(Rule):
         flat = e.reshape(data, [M])
         out = scatter_flat(e, flat, pos, vals, K, M, red, dt)
         y = e.reshape(out, dshape)
-        steps = math.ceil(math.log2(K)) if K > 1 and red != "none" else 0
+        n = 2 * K if red in ("max", "min") and dt in _FLOATS else K
+        steps = math.ceil(math.log2(n)) if n > 1 and red != "none" else 0
         return e.done([y], f"{K} updates into {M} elements; reduction {red}" + (f"; {steps}-step segmented scan" if steps else ""))
 
 
@@ -154,27 +168,131 @@ def _shift(e: Emitter, t: ir.Value, s: int, K: int, fill: ir.Value, forward: boo
     return e.slice(e.pad(t, [0, s], fill), [s], [K + s], [0])
 
 
+def _i32(e: Emitter, v) -> ir.Value:
+    return e.const(np.asarray(v, dtype=np.int32))
+
+
+def _iota(e: Emitter, n: int) -> ir.Value:
+    """int32 [0, 1, …, n-1] computed at run time (Range), not an n-element initializer."""
+    return e.op("Range", _i32(e, 0), _i32(e, n), _i32(e, 1))
+
+
+def _pick(e: Emitter, t: ir.Value, other: ir.Value, take_other: ir.Value, iota: ir.Value, n: int) -> ir.Value:
+    """Where(take_other, other, t) for a 1-D `t` of n elements and a 1-element `other`, as a
+    Gather: ONNX Runtime's float Where turns a selected -0.0 into +0.0, a Gather copies bits."""
+    idx = e.op("Where", take_other, _i32(e, n), iota)
+    return e.op("Gather", e.op("Concat", t, other, axis=0), idx, axis=0)
+
+
+def _segmented_scan(e: Emitter, spos: ir.Value, v: ir.Value, n: int, op: str, identity: ir.Value,
+                    iota: ir.Value, reverse: bool = False) -> ir.Value:
+    """Log-depth (Hillis–Steele) inclusive scan of `v` with `op` within runs of equal `spos`.
+
+    Forward: the last element of a run holds op(v[first], …, v[last]) folded left to right
+    (`op(earlier, later)`); reverse: the first element holds the fold of the run. The partner of
+    each element is fetched by a Gather whose index points at the `identity` sentinel (index n)
+    across a run boundary, so no float Where touches the values (signs of zero survive).
+    """
+    minus1 = e.i64(-1)
+    ext_at = _i32(e, n)
+    s = 1
+    while s < n:
+        other_p = _shift(e, spos, s, n, minus1, forward=not reverse)
+        same = e.op("Equal", spos, other_p)
+        j = e.op("Add", iota, _i32(e, s)) if reverse else e.op("Sub", iota, _i32(e, s))
+        idx = e.op("Where", same, j, ext_at)
+        other = e.op("Gather", e.op("Concat", v, identity, axis=0), idx, axis=0)
+        earlier, later = (v, other) if reverse else (other, v)
+        if op in _KEEP:  # the earlier value only if strictly greater / smaller, else the later
+            v = _select(e, e.op(_KEEP[op], earlier, later), earlier, later, iota, n)
+        else:
+            v = e.op(op, earlier, later)
+        s *= 2
+    return v
+
+
+#: ONNX Runtime's max/min step (keep the current value only if strictly greater / smaller).
+#: Not Max/Min: which operand they return on a tie (+0 vs -0) depends on the CPU kernel's
+#: vectorisation (measured: the second one in a 4-wide packet, the first in the scalar tail).
+_KEEP = {"keep-greater": "Greater", "keep-less": "Less"}
+
+
+def _select(e: Emitter, cond: ir.Value, a: ir.Value, b: ir.Value, iota: ir.Value, n: int) -> ir.Value:
+    """Where(cond, a, b) for 1-D a, b of n elements, as a Gather (copies bits, -0.0 included)."""
+    idx = e.op("Where", cond, e.op("Add", iota, _i32(e, n)), iota)
+    return e.op("Gather", e.op("Concat", b, a, axis=0), idx, axis=0)
+
+
+def _max_min_sequential(e: Emitter, flat: ir.Value, spos: ir.Value, svals: ir.Value, K: int, red: str,
+                        dt: ir.DataType) -> ir.Value:
+    """Per sorted update k: ONNX Runtime's sequential max/min of the data item and the updates
+    of k's run up to k (exact at each run's last element, which is all the caller reads).
+
+    The CPU kernel keeps the current value only if it compares strictly greater (max) /
+    smaller (min) than the update, else takes the update: a NaN is replaced by the next item,
+    ties go to the later item (the sign of a zero survives). That fold is not associative, so:
+    the run's items (data, then updates in index order) are laid out as a sequence, every item
+    with a NaN at or after it in its run is masked to the neutral ±inf (a reverse segmented Or
+    scan), the kept items are reduced with that same step (associative without NaN: the last of
+    the items equal to the max / min), and a run whose last update is NaN gives NaN.
+    """
+    neutral_val = -np.inf if red == "max" else np.inf
+    neutral = e.const(np.asarray([neutral_val], dtype=dt.numpy()))
+    iota_k = _iota(e, K)
+    # the data item goes in front of the first update of its run; a neutral item elsewhere
+    prev_p = _shift(e, spos, 1, K, e.i64(-1))
+    first = e.op("Equal", spos, prev_p)  # True: not the first of its run
+    dk = e.op("Gather", flat, spos, axis=0)
+    item = _pick(e, dk, neutral, first, iota_k, K)
+    n = 2 * K
+    seq = e.reshape(e.op("Concat", e.reshape(item, [K, 1]), e.reshape(svals, [K, 1]), axis=1), [n])
+    seq_p = e.reshape(e.op("Concat", e.reshape(spos, [K, 1]), e.reshape(spos, [K, 1]), axis=1), [n])
+    iota_n = _iota(e, n)
+    nan_after = _segmented_scan(e, seq_p, e.op("IsNaN", seq), n, "Or", e.const(np.zeros(1, dtype=bool)),
+                                iota_n, reverse=True)
+    kept = _pick(e, seq, neutral, nan_after, iota_n, n)
+    best = _segmented_scan(e, seq_p, kept, n, "keep-greater" if red == "max" else "keep-less", neutral, iota_n)
+    at_update = e.reshape(e.slice(e.reshape(best, [K, 2]), [1], [2], [1]), [K])
+    nan = e.const(np.asarray([np.nan], dtype=dt.numpy()))
+    return _pick(e, at_update, nan, e.op("IsNaN", svals), iota_k, K)
+
+
+_FLOATS = (ir.DataType.FLOAT, ir.DataType.DOUBLE, ir.DataType.FLOAT16, ir.DataType.BFLOAT16)
+
+
+def _identity(red: str, dt: ir.DataType) -> np.ndarray:
+    np_dt = dt.numpy()
+    if red == "add":
+        v = -0.0 if dt in _FLOATS else 0  # x + (-0.0) == x bit for bit, -0.0 included
+    elif red == "mul":
+        v = 1
+    elif dt in _FLOATS:
+        v = -np.inf if red == "max" else np.inf
+    else:
+        info = np.iinfo(np_dt)
+        v = info.min if red == "max" else info.max
+    return np.asarray([v], dtype=np_dt)
+
+
 def scatter_flat(e: Emitter, flat: ir.Value, pos: ir.Value, vals: ir.Value, K: int, M: int, red: str, dt: ir.DataType) -> ir.Value:
-    """Scatter K values at flat positions into the M-element 1-D `flat`."""
+    """Scatter K ≥ 1 values at flat positions into the M-element 1-D `flat`."""
     slots = e.const(np.arange(1, K + 1, dtype=np.float32).reshape(1, 1, K))
     if red == "none":
         target = pos
-        scanned = vals
+        result = vals
     else:
-        # sort the int64 positions themselves: exact for any M, and no int64 -> float Cast
+        # sort the int64 positions themselves: exact for any M, and no int64 -> float Cast.
+        # TopK keeps equal keys in index order, so each run lists its updates in index order.
         _, perm = e.op("TopK", pos, e.i64([K]), outputs=2, largest=0, sorted=1, axis=0)
         spos = e.op("Gather", pos, perm, axis=0)
-        scanned = e.op("Gather", vals, perm, axis=0)
+        svals = e.op("Gather", vals, perm, axis=0)
         op = REDUCE_OPS[red]
-        minus1 = e.i64(-1)
-        fill = e.scalar(0, dt)
-        s = 1
-        while s < K:
-            prev_p = _shift(e, spos, s, K, minus1)
-            prev_v = _shift(e, scanned, s, K, fill)
-            scanned = e.op("Where", e.op("Equal", spos, prev_p), e.op(op, scanned, prev_v), scanned)
-            s *= 2
-        next_p = _shift(e, spos, 1, K, minus1, forward=False)
+        if red in ("max", "min") and dt in _FLOATS:
+            result = _max_min_sequential(e, flat, spos, svals, K, red, dt)
+        else:
+            scanned = _segmented_scan(e, spos, svals, K, op, e.const(_identity(red, dt)), _iota(e, K))
+            result = e.op(op, e.op("Gather", flat, spos, axis=0), scanned)
+        next_p = _shift(e, spos, 1, K, e.i64(-1), forward=False)
         is_last = e.op("Not", e.op("Equal", spos, next_p))
         target = e.op("Where", is_last, spos, e.i64(M))
     L = max(M + 1, K)  # MaxUnpool's output may not be shorter than its input
@@ -182,10 +300,8 @@ def scatter_flat(e: Emitter, flat: ir.Value, pos: ir.Value, vals: ir.Value, K: i
     A = e.slice(e.reshape(unpooled, [L]), [0], [M], [0])
     mark = e.op("Greater", A, e.const(np.float32(0)))
     gi = e.op("Relu", e.op("Sub", A, e.const(np.float32(1))))
-    # int32 indices (K < 2^24): a float -> int32 Cast, never a 64-bit one
-    value = e.op("Gather", scanned, e.cast(gi, ir.DataType.INT32), axis=0)
-    if red == "none":
-        combined = value
-    else:
-        combined = e.op(REDUCE_OPS[red], flat, value)
-    return e.op("Where", mark, combined, flat)
+    # int32 indices (K < 2^24): a float -> int32 Cast, never a 64-bit one. The write is a Gather
+    # from [data; results] (no float Where: it would turn -0.0 into +0.0).
+    src = e.op("Add", e.cast(gi, ir.DataType.INT32), _i32(e, M))
+    idx = e.op("Where", mark, src, _iota(e, M))
+    return e.op("Gather", e.op("Concat", flat, result, axis=0), idx, axis=0)

@@ -141,7 +141,8 @@ def test_domain_scatter_elements_lowered():
 
 
 def test_memory_is_linear_in_vocab_and_updates():
-    """Nucleus-sampling shape: no intermediate is indices x axis length."""
+    """Nucleus-sampling shape: no intermediate is indices x axis length (the largest is the
+    [data; results] concatenation the final Gather reads: M + K elements)."""
     m = elements_model([2, 50000], [2, 50000], 1, "none", np.float32)
     r = lowered(m)
     inferred = onnx.shape_inference.infer_shapes(r.model)
@@ -149,7 +150,8 @@ def test_memory_is_linear_in_vocab_and_updates():
     for vi in list(inferred.graph.value_info) + list(inferred.graph.initializer):
         dims = vi.dims if hasattr(vi, "dims") else [d.dim_value for d in vi.type.tensor_type.shape.dim]
         biggest = max(biggest, int(np.prod(dims)) if len(dims) else 1)
-    assert biggest <= 2 * 50000 + 1
+    M = K = 2 * 50000
+    assert biggest <= M + K + 1
 
 
 def test_check_indices_fails_loudly():
@@ -161,3 +163,83 @@ def test_check_indices_fails_loudly():
     feeds["indices"] = np.array([1, 4])
     with pytest.raises(Exception, match="out of|bounds|invalid"):
         run_cpu(r.model, feeds)
+
+
+# -- ONNX Runtime's sequential max/min rule, signed zeros, no updates ------------------------
+
+
+@pytest.mark.parametrize("reduction", ["max", "min"])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("seed", range(6))
+def test_max_min_nan_sequences_vs_ort(reduction, dtype, seed):
+    """NaN anywhere (data or updates, first / middle / last of a run): the lowered graph equals
+    ORT's sequential kernel bit for bit (a NaN is replaced by the next item)."""
+    rng = np.random.default_rng(seed)
+    dshape, ishape = [3, 5], [3, 9]
+    data = rng.integers(-3, 4, dshape).astype(dtype)
+    data[rng.random(dshape) < 0.2] = np.nan
+    updates = rng.integers(-3, 4, ishape).astype(dtype)
+    updates[rng.random(ishape) < 0.3] = np.nan
+    updates[rng.random(ishape) < 0.1] = -0.0
+    indices = rng.integers(-5, 5, ishape).astype(np.int64)  # many duplicates per position
+    m = elements_model(dshape, ishape, 1, reduction, dtype)
+    feeds = {"data": data, "indices": indices, "updates": updates}
+    (want,) = run_cpu(m, feeds)
+    (y,) = run_cpu(lowered(m).model, feeds)
+    _bits_equal(y, want)
+
+
+@pytest.mark.parametrize("reduction", ["max", "min"])
+def test_max_min_nan_exact_cases(reduction):
+    """Hand-checked sequences at one position: (data, updates) -> ORT's result."""
+    cases = [(1.0, [np.nan, 2.0], 2.0), (1.0, [2.0, np.nan], np.nan), (np.nan, [0.5], 0.5),
+             (5.0, [np.nan, -1.0, np.nan, -2.0, -3.0], -2.0 if reduction == "max" else -3.0),
+             (0.0, [-0.0], -0.0), (-0.0, [0.0, -0.0], -0.0), (-0.0, [0.0], 0.0)]
+    for d, ups, expected in cases:
+        k = len(ups)
+        m = elements_model([2], [k], 0, reduction, np.float32)
+        feeds = {"data": np.array([d, 7.0], np.float32), "indices": np.zeros(k, np.int64),
+                 "updates": np.array(ups, np.float32)}
+        (want,) = run_cpu(m, feeds)
+        _bits_equal(want[:1], np.array([expected], np.float32))  # the reference is ORT's kernel
+        (y,) = run_cpu(lowered(m).model, feeds)
+        _bits_equal(y, want)
+
+
+@pytest.mark.parametrize("reduction", ["none", "add", "mul", "max", "min"])
+def test_signed_zeros_survive(reduction):
+    data = np.array([1.0, -0.0, 0.0, -0.0, 2.0], np.float32)
+    indices = np.array([0, 1, 2, 3, 3, 1], np.int64)
+    updates = np.array([-0.0, -0.0, -0.0, -0.0, 0.0, -0.0], np.float32)
+    if reduction == "none":
+        indices = np.array([0, 1, 2, 3], np.int64)
+        updates = updates[:4]
+    m = elements_model([5], [len(indices)], 0, reduction, np.float32)
+    feeds = {"data": data, "indices": indices, "updates": updates}
+    (want,) = run_cpu(m, feeds)
+    (y,) = run_cpu(lowered(m).model, feeds)
+    _bits_equal(y, want)
+
+
+@pytest.mark.parametrize("op", ["ScatterElements", "ScatterND"])
+def test_no_updates_is_identity(op):
+    if op == "ScatterElements":
+        m = elements_model([4, 3], [0, 3], 0, "add", np.float32)
+        feeds = {"indices": np.zeros([0, 3], np.int64), "updates": np.zeros([0, 3], np.float32)}
+    else:
+        m = single_op("ScatterND", [("data", np.float32, [4, 3]), ("indices", np.int64, [0, 1]), ("updates", np.float32, [0, 3])],
+                      {"reduction": "max"}, opset=18)
+        feeds = {"indices": np.zeros([0, 1], np.int64), "updates": np.zeros([0, 3], np.float32)}
+    feeds["data"] = np.arange(12, dtype=np.float32).reshape(4, 3)
+    r = lowered(m)
+    assert [n.op_type for n in r.model.graph.node] == ["Identity"]
+    (y,) = run_cpu(r.model, feeds)
+    (want,) = run_cpu(m, feeds)
+    _bits_equal(y, want)
+
+
+def _bits_equal(actual, expected):
+    actual, expected = np.asarray(actual), np.asarray(expected)
+    assert actual.dtype == expected.dtype and actual.shape == expected.shape
+    same = (actual == expected) & (np.signbit(actual) == np.signbit(expected)) | (np.isnan(actual) & np.isnan(expected))
+    assert same.all(), f"{actual} != {expected}"
