@@ -105,6 +105,7 @@ def convert(model: onnx.ModelProto | str | os.PathLike | bytes, target: str = "d
     model_ir = ir.serde.deserialize_model(proto)
     names = _all_names(model_ir)
     _function_input_types(proto, model_ir)
+    _refuse_static_errors(model_ir)
     reports: list[NodeReport] = []
     main_opset = model_ir.opset_imports.get("", 0)
     for graph, where, opset in _graphs(model_ir, main_opset):
@@ -122,6 +123,7 @@ def convert(model: onnx.ModelProto | str | os.PathLike | bytes, target: str = "d
     else:
         out = ir.serde.serialize_model(model_ir)
         _keep_value_info(out, _value_info_names(original))
+        _restore_graph_io(out.graph, original.graph)
     fix_ir_version(out)
     if validate:
         _validate(out, signature)
@@ -129,6 +131,98 @@ def convert(model: onnx.ModelProto | str | os.PathLike | bytes, target: str = "d
     if with_inspect:
         report.inspect = _inspect(out, target)
     return ConvertResult(out, report)
+
+
+_AXIS_INPUT_OPS = {"CumSum", "CumProd"}
+_ELEMENTS_OPS = {"ScatterElements", "Scatter"}
+_INT_TYPES = (ir.DataType.INT32, ir.DataType.INT64)
+
+
+def _refuse_static_errors(model: ir.Model) -> None:
+    """Refuse, in one line naming the node, a family node whose error shows without running it.
+
+    ONNX Runtime loads such models and fails only at run time (or the lowered graph would
+    compute something else): a constant axis out of range or not one integer, a non-integer
+    axis, a scatter axis attribute out of range, indices and updates of different static shapes.
+    """
+    for graph, where, _ in _graphs(model, 0):
+        for node in graph:
+            if (_dom(node.domain), node.op_type) not in FAMILY_OPS:
+                continue
+            problem = _static_problem(node)
+            if problem:
+                label = f"{node.op_type} node {node.name!r}" if node.name else f"a {node.op_type} node"
+                at = "" if where == "main" else f" (in {where})"
+                raise UserError(f"{label}{at}: {problem}; the model is invalid, refused")
+
+
+def _rank(v: ir.Value | None) -> int | None:
+    return None if v is None or v.shape is None else len(v.shape)
+
+
+def _dims(v: ir.Value | None) -> list | None:
+    if v is None or v.shape is None:
+        return None
+    return [d if isinstance(d, int) else None for d in v.shape]
+
+
+def _type_name(dt: ir.DataType) -> str:
+    try:
+        return f"tensor({onnx.helper.tensor_dtype_to_np_dtype(int(dt)).name.replace('float32', 'float').replace('float64', 'double')})"
+    except Exception:  # pragma: no cover - types numpy does not know
+        return f"tensor(type {int(dt)})"
+
+
+def _static_problem(node: ir.Node) -> str | None:
+    from .lowering._base import const_array
+
+    op = node.op_type
+    if op in _AXIS_INPUT_OPS:
+        x = node.inputs[0] if node.inputs else None
+        axis = node.inputs[1] if len(node.inputs) > 1 else None
+        if axis is None:
+            return None
+        if axis.dtype is not None and axis.dtype not in _INT_TYPES:
+            return f"the axis must be an int32 or int64 tensor, got {_type_name(axis.dtype)}"
+        value = const_array(axis)
+        if value is None:
+            return None
+        if value.size != 1:
+            return f"the axis must be a scalar (one element), got shape {list(value.shape)}"
+        if value.dtype.kind not in "iu":
+            return f"the axis must be an integer, got {value.dtype}"
+        a, r = int(value.reshape(-1)[0]), _rank(x)
+        if r is not None and not -r <= a < r:
+            return f"axis {a} is out of range for rank {r} (valid: [{-r}, {r - 1}])"
+        return None
+    data, indices, updates = (list(node.inputs) + [None, None, None])[:3]
+    if op in _ELEMENTS_OPS:
+        a = node.attributes.get("axis")
+        a = 0 if a is None else int(a.value)
+        r = _rank(data)
+        if r is not None and not -r <= a < r:
+            return f"axis {a} is out of range for rank {r} (valid: [{-r}, {r - 1}])"
+        di, du = _dims(indices), _dims(updates)
+        if di is not None and du is not None and (
+                len(di) != len(du) or any(i is not None and u is not None and i != u for i, u in zip(di, du))):
+            return f"indices dimensions {_show(di)} and updates dimensions {_show(du)} differ (they must be equal)"
+        if di is not None and r is not None and len(di) != r:
+            return f"indices have rank {len(di)}, the data rank {r} (they must be equal)"
+    elif op == "ScatterND":
+        dd, di, du = _dims(data), _dims(indices), _dims(updates)
+        if dd is None or di is None or du is None or not di or di[-1] is None:
+            return None
+        q = di[-1]
+        if q > len(dd):
+            return f"indices' last dimension {q} is larger than the data rank {len(dd)}"
+        want = di[:-1] + dd[q:]
+        if len(want) != len(du) or any(w is not None and u is not None and w != u for w, u in zip(want, du)):
+            return (f"updates dimensions {_show(du)} differ from indices.shape[:-1] + data.shape[{q}:] = {_show(want)}")
+    return None
+
+
+def _show(dims: list) -> str:
+    return "[" + ", ".join("?" if d is None else str(d) for d in dims) + "]"
 
 
 def _target_key(target: str) -> str:
@@ -371,6 +465,15 @@ def _keep_value_info(model: onnx.ModelProto, keep: set[str]) -> None:
         g.value_info.extend(kept)
 
 
+def _restore_graph_io(graph: onnx.GraphProto, original: onnx.GraphProto) -> None:
+    """The graph's inputs and outputs exactly as the user wrote them (shape inference may have
+    given an output dims of its own, e.g. `unk__0`, or concrete ones, which the IR keeps)."""
+    for mine, theirs in ((graph.input, original.input), (graph.output, original.output)):
+        if [v.name for v in mine] == [v.name for v in theirs]:
+            del mine[:]
+            mine.extend(theirs)
+
+
 def _signature(graph: onnx.GraphProto) -> list:
     def sig(vs):
         return [(v.name, v.type.SerializeToString()) for v in vs]
@@ -383,7 +486,7 @@ def _validate(model: onnx.ModelProto, signature: list) -> None:
         raise AssertionError("internal error: conversion changed the graph inputs or outputs")
     try:
         onnx.checker.check_model(model, full_check=True)
-    except onnx.checker.ValidationError as exc:
+    except (onnx.checker.ValidationError, onnx.shape_inference.InferenceError) as exc:
         first = str(exc).strip().splitlines()[0]
         raise UserError(f"the converted model does not pass onnx.checker ({first})") from None
 

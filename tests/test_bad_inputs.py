@@ -91,11 +91,6 @@ LOAD_CLI = [CLI_CONVERT, CLI_INSPECT, CLI_RUN_RANDOM]
 
 INSPECT_INVALID = ("bug in inspection.py: inspect() reports placements for a model the ONNX checker rejects "
                    "(a node reads an undefined value) instead of refusing it")
-CONVERT_INVALID = ("bug in conversion.py: convert() accepts an invalid model (the error is statically visible: "
-                   "axis out of range / non-integer axis / indices-updates shape mismatch / attribute axis out of "
-                   "range) and writes a model that fails only at run time; it should refuse with a one-line error")
-REPORT_LATE = ("bug in commands/convert.py: `--report` equal to the input is refused only after the output model "
-               "was written (a partial result is left behind); check it before saving")
 
 
 @dataclasses.dataclass
@@ -135,12 +130,11 @@ CASES = [
          {"run": api_run}, [CLI_RUN], api_raises=ORT_ERRORS),
     Case("axis_out_of_range_constant", "convert refuses (axis 7, rank 2); run fails: axis out of range",
          "out of range", {"convert": api_convert, "run": api_run}, [CLI_CONVERT, CLI_RUN],
-         api_raises=(UserError, *ORT_ERRORS), xfail={"convert": CONVERT_INVALID}),
+         api_raises=(UserError, *ORT_ERRORS)),
     Case("axis_not_scalar", "run fails (fallback): the axis must be a scalar or one element", "axis", {"run": api_run},
          [CLI_RUN], api_raises=ORT_ERRORS),
     Case("axis_not_integer", "refused at load: the axis must be int32/int64", "axis", {"convert": api_convert, "session": api_session},
-         [CLI_CONVERT, CLI_RUN], api_raises=(UserError, *ORT_ERRORS), api_match="tensor(float)",
-         xfail={"convert": CONVERT_INVALID}),
+         [CLI_CONVERT, CLI_RUN], api_raises=(UserError, *ORT_ERRORS), api_match="tensor(float)"),
     Case("axis_not_integer_fallback", "refused: the axis must be int32/int64", "axis",
          {"session": api_session}, [CLI_RUN], api_raises=(UserError, *ORT_ERRORS)),
     Case("indices_out_of_range_fallback", "run fails (fallback): index 9 is out of range for axis 0 of size 4", "index 9",
@@ -155,10 +149,9 @@ CASES = [
          {"run": api_run}, [CLI_RUN], api_raises=ORT_ERRORS),
     Case("shapes_mismatch_static", "convert refuses (shape inference: indices [2,5] vs updates [2,3]); ORT loads it, the run fails",
          "dimensions", {"convert": api_convert, "run": api_run_random}, [CLI_CONVERT, CLI_RUN_RANDOM],
-         api_raises=(UserError, *ORT_ERRORS), xfail={"convert": CONVERT_INVALID}),
+         api_raises=(UserError, *ORT_ERRORS)),
     Case("scatter_axis_out_of_range", "convert refuses (axis 3, rank 2); ORT loads it, the run fails", "axis",
-         {"convert": api_convert, "run": api_run_random}, [CLI_CONVERT, CLI_RUN_RANDOM], api_raises=(UserError, *ORT_ERRORS),
-         xfail={"convert": CONVERT_INVALID}),
+         {"convert": api_convert, "run": api_run_random}, [CLI_CONVERT, CLI_RUN_RANDOM], api_raises=(UserError, *ORT_ERRORS)),
     Case("output_equals_input", "refused: the output path is the input model", "is the input model",
          {"save": api_save, "convert+save": api_convert_save}, [CLI_CONVERT]),
     Case("output_equals_input_other_spelling", "refused (resolved paths compared)", "is the input model",
@@ -171,7 +164,7 @@ CASES = [
     Case("output_read_only_folder", "refused: permission denied (immutable folder), no temporary file left",
          "permission denied", {"save": api_save}, [CLI_CONVERT]),
     Case("report_equals_input", "refused before anything is written: the report path is a model path", "report path",
-         {}, [CLI_CONVERT + ["--report", "{report}"]], xfail={"convert": REPORT_LATE}),
+         {}, [CLI_CONVERT + ["--report", "{report}"]]),
     Case("input_npy_missing", "run refused: the .npy file does not exist", "no such file", {}, [CLI_RUN]),
     Case("input_npy_garbage", "run refused: not a .npy array", "not a .npy", {}, [CLI_RUN]),
     Case("input_wrong_dtype", "run fails: float64 given for a float32 input", "type", {"run": api_run}, [CLI_RUN],

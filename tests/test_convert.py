@@ -239,3 +239,66 @@ def test_verify_catches_a_difference():
     a = single_op("Relu", [("x", np.float32, [3])], opset=17)
     b = single_op("Neg", [("x", np.float32, [3])], opset=17)
     assert verify(a, b)
+
+
+@pytest.mark.parametrize("which", ["input", "output"])
+def test_cli_report_path_equal_to_a_model_refused_before_writing(tmp_path, which):
+    src = tmp_path / "m.onnx"
+    onnx.save(cumprod_model(), src)
+    before = src.read_bytes()
+    out = tmp_path / "o.onnx"
+    rep = src if which == "input" else out
+    with pytest.raises(UserError, match="report path"):
+        cli([str(src), "-o", str(out), "--report", str(rep)])
+    assert src.read_bytes() == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["m.onnx"]  # nothing written
+
+
+# -- invalid models whose error shows without running them: refused in one line naming the node
+
+
+def _scatter(dshape, ishape, ushape, axis=0, op="ScatterElements", opset=18):
+    return single_op(op, [("data", np.float32, dshape), ("indices", np.int64, ishape), ("updates", np.float32, ushape)],
+                     {} if op == "ScatterND" else {"axis": axis}, opset=opset)
+
+
+@pytest.mark.parametrize("model,match", [
+    (single_op("CumSum", [("x", np.float32, [3, 4])], opset=17, inits={"axis": np.array(2, np.int64)}),
+     r"CumSum node 'the_CumSum': axis 2 is out of range for rank 2"),
+    (single_op("CumProd", [("x", np.float32, [3, 4])], opset=17, domain=DOMAIN, inits={"axis": np.array(-3, np.int32)}),
+     r"CumProd node 'the_CumProd': axis -3 is out of range for rank 2"),
+    (single_op("CumSum", [("x", np.float32, [3, 4])], opset=17, inits={"axis": np.array(1.0, np.float32)}),
+     r"'the_CumSum': the axis must be an int32 or int64 tensor, got tensor\(float\)"),
+    (single_op("CumProd", [("x", np.float32, [3, 4])], opset=17, domain=DOMAIN, inits={"axis": np.array([0, 1], np.int64)}),
+     r"'the_CumProd': the axis must be a scalar"),
+    (_scatter([4, 5], [2, 5], [2, 3]), r"'the_ScatterElements': indices dimensions \[2, 5\] and updates dimensions \[2, 3\] differ"),
+    (_scatter([4, 5], [2, 3], [2, 3], axis=-3), r"'the_ScatterElements': axis -3 is out of range for rank 2"),
+    (_scatter([4, 5], [2, 3], [2, 3], axis=2, opset=10, op="Scatter"), r"'the_Scatter': axis 2 is out of range"),
+    (_scatter([4, 5], [2, 1], [2, 4], op="ScatterND"), r"'the_ScatterND': updates dimensions \[2, 4\] differ"),
+])
+@pytest.mark.parametrize("strategy", ["auto", "native"])
+def test_statically_invalid_models_refused(model, match, strategy):
+    with pytest.raises(UserError, match=match) as info:
+        convert(model, "dml", strategy=strategy)
+    assert "\n" not in str(info.value)
+
+
+def test_dynamic_shapes_are_not_refused():
+    m = _scatter(["N", 5], ["K", 5], ["J", 5])  # unknown dims: nothing is visible statically
+    assert convert(m, "dml").model is not None
+
+
+@pytest.mark.parametrize("yshape", [[None, None], ["A", None], ["unk__0", "unk__1"]])
+def test_graph_outputs_kept_exactly(yshape):
+    """Shape inference gives the output dims of its own (unk__0, or concrete ones); the converted
+    model still declares the output as the user wrote it."""
+    m = _scatter([5, 7], [5, 3], [5, 3], axis=1)
+    del m.graph.output[:]
+    m.graph.output.append(h.make_tensor_value_info("y", T.FLOAT, yshape))
+    r = convert(m, "dml", strategy="lower")
+    assert r.report.nodes[0].action == "lowered"
+    assert list(r.model.graph.output) == list(m.graph.output) and list(r.model.graph.input) == list(m.graph.input)
+    feeds = {"data": np.zeros((5, 7), np.float32), "indices": np.ones((5, 3), np.int64), "updates": np.ones((5, 3), np.float32)}
+    (y,) = run_cpu(r.model, feeds)
+    (want,) = run_cpu(m, feeds)
+    np.testing.assert_array_equal(y, want)

@@ -56,6 +56,12 @@ def run(args) -> int:
         raise UserError(f"{out}: the output path is the input model; choose another output path")
     if src.exists() and out.resolve() == src.resolve():
         raise UserError(f"{out}: the output path is the input model; choose another output path")
+    if args.report:  # refused before anything is read or written
+        rp = Path(args.report)
+        if rp.resolve() == out.resolve() or (src.exists() and rp.resolve() == src.resolve()):
+            raise UserError(f"{rp}: the report path is a model path (the input or the output); choose another")
+        if not rp.resolve().parent.is_dir():
+            raise UserError(f"{rp.parent}: the report folder does not exist")
     model = load_model(src)
     result = convert(model, args.target, strategy=args.strategy, check_indices=args.check_indices)
     if args.verify:
@@ -67,9 +73,6 @@ def run(args) -> int:
     if args.verify:
         report["verify"] = "ok"
     if args.report:
-        rp = Path(args.report)
-        if rp.resolve() in (src.resolve(), out.resolve()):
-            raise UserError(f"{rp}: the report path is a model path")
         rp.write_text(json.dumps(report, indent=2) + "\n")
     if args.json:
         print(json.dumps(report, indent=2))
