@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+from pathlib import Path
 from typing import Any, Iterator
 
 import onnx
@@ -26,9 +27,12 @@ from .errors import UserError
 from .lowering import FAMILY_OPS, RULES, opset as opset_rule
 from .lowering._base import RewriteContext, attr_str
 from .lowering.fallback import route_to_fallback
-from .modelio import fix_ir_version, load_model
+from .modelio import external_data_bytes, fix_ir_version, load_model
 
 STRATEGIES = ("native", "lower", "fallback", "auto")
+#: external data up to this size is loaded into a converted model (the API's result is then
+#: self-contained); above it, the result keeps referring to the data beside the input
+INLINE_LIMIT = 1 << 30
 TARGETS = ("dml", "cuda", "cpu")
 
 
@@ -82,16 +86,30 @@ class ConvertReport:
 class ConvertResult:
     model: onnx.ModelProto
     report: ConvertReport
+    #: where `model`'s external tensors live (their locations are relative to it) when the
+    #: output keeps its data external; None when the model is self-contained. Pass it to
+    #: `modelio.save_model_atomic(..., external_data_dir=...)` to write the data beside the output.
+    external_data_dir: Path | None = None
 
 
 # --------------------------------------------------------------------------------------
 def convert(model: onnx.ModelProto | str | os.PathLike | bytes, target: str = "dml", *, strategy: str = "auto",
-            check_indices: bool = False, validate: bool = True, with_inspect: bool = True) -> ConvertResult:
-    """Rewrite `model` for `target` ("dml", "cuda", "cpu") with `strategy`; the input is not changed."""
+            check_indices: bool = False, validate: bool = True, with_inspect: bool = True,
+            keep_external_data: bool = False) -> ConvertResult:
+    """Rewrite `model` for `target` ("dml", "cuda", "cpu") with `strategy`; the input is not changed.
+
+    A model file with external data is converted with its data left on disk (never loaded for
+    the conversion or its validation). The result holds the data inline when it is small enough
+    (under 1 GiB) and `keep_external_data` is False; otherwise `result.model` keeps referring to
+    the data beside the input and `result.external_data_dir` names that folder.
+    """
     if strategy not in STRATEGIES:
         raise UserError(f"unknown strategy {strategy!r}; choose one of: {', '.join(STRATEGIES)}")
     target = _target_key(target)
-    original = load_model(model)
+    base_dir = Path(model).parent if isinstance(model, (str, os.PathLike)) else None
+    original = load_model(model, load_external_data=False) if base_dir is not None else load_model(model)
+    if base_dir is not None and not external_data_bytes(original):
+        base_dir = None
     proto = onnx.ModelProto()
     proto.CopyFrom(original)
     signature = _signature(proto.graph)
@@ -127,10 +145,15 @@ def convert(model: onnx.ModelProto | str | os.PathLike | bytes, target: str = "d
     fix_ir_version(out)
     if validate:
         _validate(out, signature)
+    if base_dir is not None and not keep_external_data and external_data_bytes(out) < INLINE_LIMIT:
+        onnx.external_data_helper.load_external_data_for_model(out, str(base_dir))
+        base_dir = None
+    if base_dir is not None and not external_data_bytes(out):
+        base_dir = None
     report = ConvertReport(target, strategy, reports, opset_info)
     if with_inspect:
         report.inspect = _inspect(out, target)
-    return ConvertResult(out, report)
+    return ConvertResult(out, report, base_dir)
 
 
 _AXIS_INPUT_OPS = {"CumSum", "CumProd"}
@@ -481,11 +504,31 @@ def _signature(graph: onnx.GraphProto) -> list:
     return [sig(graph.input), sig(graph.output)]
 
 
+def _without_external_data(model: onnx.ModelProto) -> onnx.ModelProto:
+    """A copy to validate without the weights: each external initializer becomes a graph input
+    of the same type and shape (the checker and shape inference need no more of it)."""
+    if not external_data_bytes(model):
+        return model
+    copy = onnx.ModelProto()
+    copy.CopyFrom(model)
+    for g in _subgraphs(copy.graph):
+        inputs = {v.name for v in g.input}
+        keep = []
+        for t in g.initializer:
+            if t.data_location != onnx.TensorProto.EXTERNAL:
+                keep.append(t)
+            elif t.name not in inputs:
+                g.input.append(onnx.helper.make_tensor_value_info(t.name, t.data_type, list(t.dims)))
+        del g.initializer[:]
+        g.initializer.extend(keep)
+    return copy
+
+
 def _validate(model: onnx.ModelProto, signature: list) -> None:
     if _signature(model.graph) != signature:
         raise AssertionError("internal error: conversion changed the graph inputs or outputs")
     try:
-        onnx.checker.check_model(model, full_check=True)
+        onnx.checker.check_model(_without_external_data(model), full_check=True)
     except (onnx.checker.ValidationError, onnx.shape_inference.InferenceError) as exc:
         first = str(exc).strip().splitlines()[0]
         raise UserError(f"the converted model does not pass onnx.checker ({first})") from None

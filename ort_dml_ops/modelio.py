@@ -126,10 +126,72 @@ def _require_graph(proto: onnx.ModelProto, what: str) -> None:
         raise UserError(f"{what}: not an ONNX model (no graph or no opset import)")
 
 
-def save_model_atomic(model: onnx.ModelProto, path: str | os.PathLike, *, source: str | os.PathLike | None = None) -> Path:
+def external_data_bytes(proto: onnx.ModelProto) -> int:
+    """Total length of the model's external tensors (0 when it has none)."""
+    total = 0
+    for t in _tensors(proto):
+        if t.data_location == onnx.TensorProto.EXTERNAL:
+            info = {e.key: e.value for e in t.external_data}
+            total += int(info.get("length") or 0) or _nbytes(t)
+    return total
+
+
+def _nbytes(t: onnx.TensorProto) -> int:
+    n = 1
+    for d in t.dims:
+        n *= d
+    return n * onnx.helper.tensor_dtype_to_np_dtype(t.data_type).itemsize
+
+
+_CHUNK = 16 << 20
+_ALIGN = 4096
+
+
+def _copy_external_data(proto: onnx.ModelProto, src_dir: Path, dst: Path, tmp: str) -> None:
+    """Copy every external tensor's bytes from `src_dir` into the file `tmp` (to be renamed to
+    `dst`) and point the tensors at `dst.name`. Streams in chunks (never the whole tensor in
+    memory) and leaves all-zero chunks as holes, so a sparse input stays sparse."""
+    root = src_dir.resolve()
+    zero = bytes(_CHUNK)
+    with open(tmp, "r+b") as out:
+        pos = 0
+        for t in _tensors(proto):
+            if t.data_location != onnx.TensorProto.EXTERNAL:
+                continue
+            info = {e.key: e.value for e in t.external_data}
+            offset = int(info.get("offset") or 0)
+            length = int(info.get("length") or 0) or _nbytes(t)
+            pos = (pos + _ALIGN - 1) // _ALIGN * _ALIGN
+            out.seek(pos)
+            with open(root / info["location"], "rb") as f:
+                f.seek(offset)
+                left = length
+                while left:
+                    chunk = f.read(min(_CHUNK, left))
+                    if not chunk:
+                        raise UserError(f"external data {info['location']!r} of tensor {t.name!r} is shorter than its "
+                                        f"declared length {length}")
+                    if chunk == zero[:len(chunk)]:
+                        out.seek(len(chunk), os.SEEK_CUR)
+                    else:
+                        out.write(chunk)
+                    left -= len(chunk)
+            del t.external_data[:]
+            for k, v in (("location", dst.name), ("offset", str(pos)), ("length", str(length))):
+                e = t.external_data.add()
+                e.key, e.value = k, v
+            pos += length
+        out.truncate(pos)
+
+
+def save_model_atomic(model: onnx.ModelProto, path: str | os.PathLike, *, source: str | os.PathLike | None = None,
+                      external_data_dir: str | os.PathLike | None = None) -> Path:
     """Write `model` to `path` through a temporary file in the same folder, then rename.
 
     Refuses to overwrite `source` (the input model). On any failure no file is left behind.
+    With `external_data_dir` (the folder the model's external tensors are relative to, e.g.
+    `ConvertResult.external_data_dir`), their bytes are copied to `<path>.data` beside the
+    output, which stays external; `model` itself is not changed.
     """
     path = Path(path)
     if source is not None and Path(source).exists() and path.exists() and path.resolve() == Path(source).resolve():
@@ -141,26 +203,52 @@ def save_model_atomic(model: onnx.ModelProto, path: str | os.PathLike, *, source
         raise UserError(f"{folder}: the output folder does not exist")
     if path.is_dir():
         raise UserError(f"{path}: cannot write the output (the output path is a directory)")
+    data_path = None
+    if external_data_dir is not None and _uses_external_data(model):
+        data_path = path.with_name(path.name + ".data")
+        inputs = {(Path(external_data_dir) / e.value).resolve() for t in _tensors(model)
+                  if t.data_location == onnx.TensorProto.EXTERNAL for e in t.external_data if e.key == "location"}
+        if source is not None:
+            inputs.add(Path(source).resolve())
+        if data_path.resolve() in inputs:
+            raise UserError(f"{data_path}: the output's external data file would overwrite the input's; "
+                            "choose another output name")
+        copy = onnx.ModelProto()
+        copy.CopyFrom(model)
+        model = copy
     fix_ir_version(model)
+    made: list[str] = []
     try:
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=folder)
-    except PermissionError:
-        raise UserError(f"{path}: permission denied writing the output") from None
-    os.close(fd)
-    try:
+        try:
+            for _ in range(2 if data_path is not None else 1):
+                fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=folder)
+                os.close(fd)
+                made.append(tmp)
+        except PermissionError:
+            raise UserError(f"{path}: permission denied writing the output") from None
+        if data_path is not None:
+            _copy_external_data(model, Path(external_data_dir), data_path, made[1])
         data = model.SerializeToString()
-        with open(tmp, "wb") as f:
+        with open(made[0], "wb") as f:
             f.write(data)
-        os.replace(tmp, path)
+        if data_path is not None:
+            os.replace(made.pop(), data_path)
+        try:
+            os.replace(made[0], path)
+        except BaseException:
+            if data_path is not None:
+                _silently_remove(str(data_path))
+            raise
+        made.clear()
+    except UserError:
+        raise
     except PermissionError:
-        _silently_remove(tmp)
         raise UserError(f"{path}: permission denied writing the output") from None
     except OSError as exc:
-        _silently_remove(tmp)
         raise UserError(f"{path}: cannot write the output ({exc.strerror or exc})") from None
-    except BaseException:
-        _silently_remove(tmp)
-        raise
+    finally:
+        for tmp in made:
+            _silently_remove(tmp)
     return path
 
 

@@ -302,3 +302,68 @@ def test_graph_outputs_kept_exactly(yshape):
     (y,) = run_cpu(r.model, feeds)
     (want,) = run_cpu(m, feeds)
     np.testing.assert_array_equal(y, want)
+
+
+# -- external data: never loaded for the conversion, kept external by the CLI
+
+
+def _external_model(folder, location="w.bin"):
+    """DOMAIN::CumProd plus an Add of an external initializer `w` [3, 40]."""
+    w = np.arange(120, dtype=np.float32).reshape(3, 40) / 7
+    (folder / location).write_bytes(w.tobytes())
+    t = T(name="w", data_type=T.FLOAT, dims=[3, 40], data_location=T.EXTERNAL)
+    for k, v in {"location": location, "offset": "0", "length": str(w.nbytes)}.items():
+        e = t.external_data.add()
+        e.key, e.value = k, v
+    nodes = [h.make_node("CumProd", ["x", "axis"], ["c"], domain=DOMAIN, name="scan"), h.make_node("Add", ["c", "w"], ["y"], name="add")]
+    g = h.make_graph(nodes, "g", [h.make_tensor_value_info("x", T.FLOAT, [3, 40])], [h.make_tensor_value_info("y", T.FLOAT, [3, 40])],
+                     [t, h.make_tensor("axis", T.INT64, [], [1])])
+    m = h.make_model(g, opset_imports=[h.make_opsetid("", 17), h.make_opsetid(DOMAIN, 1)], ir_version=10)
+    path = folder / "m.onnx"
+    path.write_bytes(m.SerializeToString())
+    return path, w
+
+
+def _expected(w):
+    x = np.linspace(0.5, 1.5, 120, dtype=np.float32).reshape(3, 40)
+    return x, ref_cumprod(x, 1, 0, 0) + w
+
+
+def test_external_data_api_inline_or_kept(tmp_path):
+    path, w = _external_model(tmp_path)
+    x, want = _expected(w)
+    r = convert(path, "dml")  # small: the result is self-contained
+    assert r.external_data_dir is None and r.report.nodes[0].action == "lowered"
+    np.testing.assert_allclose(run_cpu(r.model, {"x": x})[0], want, rtol=1e-5)
+    kept = convert(path, "dml", keep_external_data=True)
+    assert kept.external_data_dir == tmp_path
+    (init,) = [t for t in kept.model.graph.initializer if t.name == "w"]
+    assert init.data_location == T.EXTERNAL and not init.raw_data
+
+
+def test_cli_external_data_written_beside_the_output(tmp_path):
+    src_dir, out_dir = tmp_path / "in", tmp_path / "out"
+    src_dir.mkdir(), out_dir.mkdir()
+    path, w = _external_model(src_dir)
+    before = {p.name: p.read_bytes() for p in src_dir.iterdir()}
+    out = out_dir / "c.onnx"
+    assert cli([str(path), "-o", str(out), "--verify"]) == 0
+    assert {p.name: p.read_bytes() for p in src_dir.iterdir()} == before
+    assert sorted(p.name for p in out_dir.iterdir()) == ["c.onnx", "c.onnx.data"]
+    proto = onnx.load(out, load_external_data=False)
+    (init,) = [t for t in proto.graph.initializer if t.name == "w"]
+    assert init.data_location == T.EXTERNAL and {e.key: e.value for e in init.external_data}["location"] == "c.onnx.data"
+    onnx.checker.check_model(str(out), full_check=True)
+    x, want = _expected(w)
+    import onnxruntime as ort
+
+    y = ort.InferenceSession(str(out), providers=["CPUExecutionProvider"]).run(None, {"x": x})[0]
+    np.testing.assert_allclose(y, want, rtol=1e-5)
+
+
+def test_cli_refuses_to_overwrite_the_inputs_external_data(tmp_path):
+    path, _ = _external_model(tmp_path, location="c.onnx.data")
+    before = sorted(p.name for p in tmp_path.iterdir())
+    with pytest.raises(UserError, match="would overwrite the input"):
+        cli([str(path), "-o", str(tmp_path / "c.onnx")])
+    assert sorted(p.name for p in tmp_path.iterdir()) == before

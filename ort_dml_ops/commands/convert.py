@@ -62,13 +62,15 @@ def run(args) -> int:
             raise UserError(f"{rp}: the report path is a model path (the input or the output); choose another")
         if not rp.resolve().parent.is_dir():
             raise UserError(f"{rp.parent}: the report folder does not exist")
-    model = load_model(src)
-    result = convert(model, args.target, strategy=args.strategy, check_indices=args.check_indices)
+    # external data stays on disk: convert reads the graph only, the output gets its own copy
+    result = convert(src, args.target, strategy=args.strategy, check_indices=args.check_indices,
+                     keep_external_data=True)
     if args.verify:
-        problems = verify(model, result.model)
+        model = load_model(src, load_external_data=False)
+        problems = verify(model, result.model, base_dir=result.external_data_dir)
         if problems:
             raise UserError("verify failed: " + "; ".join(problems))
-    save_model_atomic(result.model, out, source=src)
+    save_model_atomic(result.model, out, source=src, external_data_dir=result.external_data_dir)
     report = result.report.to_dict()
     if args.verify:
         report["verify"] = "ok"
@@ -121,10 +123,13 @@ def random_inputs(model, seed: int = 0) -> dict:
     return feeds
 
 
-def verify(original, converted, feeds: dict | None = None, rtol: float = 1e-3, atol: float = 1e-5) -> list[str]:
-    """Run both models on the CPU EP; return one line per output that differs (empty = ok)."""
+def verify(original, converted, feeds: dict | None = None, rtol: float = 1e-3, atol: float = 1e-5,
+           base_dir=None) -> list[str]:
+    """Run both models on the CPU EP; return one line per output that differs (empty = ok).
+
+    `base_dir`: the folder the models' external data is relative to (loaded for the run)."""
     from .._domain import DOMAIN
-    from ..modelio import fix_ir_version
+    from ..modelio import external_data_bytes, fix_ir_version
 
     def uses(m):
         return any(o.domain == DOMAIN for o in m.opset_import)
@@ -134,6 +139,14 @@ def verify(original, converted, feeds: dict | None = None, rtol: float = 1e-3, a
     o = onnx.ModelProto()
     o.CopyFrom(original)
     fix_ir_version(o)
+    if base_dir is not None and (external_data_bytes(o) or external_data_bytes(converted)):
+        if max(external_data_bytes(o), external_data_bytes(converted)) >= 1 << 31:
+            raise UserError("--verify: the model's external data is over 2 GB; it cannot be verified in memory")
+        c = onnx.ModelProto()
+        c.CopyFrom(converted)
+        onnx.external_data_helper.load_external_data_for_model(o, str(base_dir))
+        onnx.external_data_helper.load_external_data_for_model(c, str(base_dir))
+        converted = c
     feeds = feeds or random_inputs(original)
     try:
         a = _session(o.SerializeToString(), uses(o)).run(None, feeds)
