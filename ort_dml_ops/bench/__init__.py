@@ -1,0 +1,1 @@
+"""Benchmarks (`ort-dml-ops bench`, tools/bench.py): native vs fallback vs lowered vs numpy."""

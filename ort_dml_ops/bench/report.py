@@ -1,0 +1,159 @@
+"""The benchmark's outputs: a text table, target verdicts, and a PNG chart (matplotlib, optional)."""
+
+from __future__ import annotations
+
+#: (key, variant, ops, limit, min size): the issue's targets on the CPU EP.
+TARGETS = (
+    ("fallback CumSum/CumProd <= 1.5x native", "fallback", ("CumSum", "CumProd"), 1.5),
+    ("fallback ScatterElements <= 2x native", "fallback", ("ScatterElements",), 2.0),
+    ("lowered CumProd <= 2x native", "lowered", ("CumProd",), 2.0),
+    ("lowered ScatterElements reductions <= 3x native", "lowered", ("ScatterElements*",), 3.0),
+)
+TARGET_MIN_SIZE = 100_000
+
+
+def _matches(case: dict, ops) -> bool:
+    for op in ops:
+        if op == "ScatterElements*":
+            if case["op"] == "ScatterElements" and case["reduction"] != "none":
+                return True
+        elif case["op"] == op:
+            return True
+    return False
+
+
+def verdicts(result: dict) -> list[dict]:
+    out = []
+    for label, variant, ops, limit in TARGETS:
+        ratios = [(c["ratios"][f"{variant}/native"], c["name"]) for c in result["cases"]
+                  if _matches(c, ops) and c["size"] >= TARGET_MIN_SIZE and c["ratios"].get(f"{variant}/native")]
+        if not ratios:
+            out.append({"target": label, "status": "not measured", "cases": 0})
+            continue
+        worst = max(ratios)
+        out.append({"target": label, "limit": limit, "cases": len(ratios), "worst": worst[0], "worst_case": worst[1],
+                    "best": min(ratios)[0], "met": sum(r <= limit for r, _ in ratios),
+                    "status": "met" if worst[0] <= limit else "missed"})
+    conv = result.get("convert")
+    if conv and "convert/baseline" in conv:
+        r = conv["convert/baseline"]
+        out.append({"target": f"convert <= 2x load+check+save ({conv['nodes_in']} nodes, {conv['strategy']})",
+                    "limit": 2.0, "worst": r, "status": "met" if r <= 2 else "missed"})
+        out.append({"target": f"inspect < 2 s ({conv['nodes_in']} nodes)", "limit": 2.0, "worst": conv["inspect_s"],
+                    "status": "met" if conv["inspect_s"] < 2 else "missed"})
+    gpu = result.get("gpu") or {}
+    if gpu.get("status") != "ok":
+        out.append({"target": "GPU: lowered CumProd >= 10x the CPU-fallen model at >= 8M", "status": "not measured",
+                    "reason": gpu.get("reason", "")})
+    else:
+        big = [r for r in gpu["rows"] if r["case"].startswith("CumProd") and "speedup" in r
+               and float(r["case"].split()[2]) >= 8e6]
+        worst = min((r["speedup"] for r in big), default=None)
+        out.append({"target": "GPU: lowered CumProd >= 10x the CPU-fallen model at >= 8M", "limit": 10,
+                    "worst": worst, "status": "not measured" if worst is None else ("met" if worst >= 10 else "missed")})
+    return out
+
+
+def _cell(case: dict, variant: str, notes: list) -> str:
+    v = case["variants"][variant]
+    if v["status"] != "ok":
+        reason = v["reason"]
+        if reason not in notes:
+            notes.append(reason)
+        return f"n/a[{notes.index(reason) + 1}]"
+    ms = v["ms"]
+    text = f"{ms:.3g}" if ms < 100 else f"{ms:.0f}"
+    ratio = case["ratios"].get(f"{variant}/native")
+    if ratio is not None:
+        text += f" ({ratio:.2f}x)"
+    if not v.get("agrees", True):
+        text += "!"
+    return text
+
+
+def table(result: dict) -> str:
+    notes: list[str] = []
+    head = f"{'case':40} {'native ms':>10} {'fallback ms':>16} {'lowered ms':>18} {'numpy ms':>16}"
+    lines = [f"# {result['meta']['summary']}", head, "-" * len(head)]
+    for c in result["cases"]:
+        lines.append(f"{c['name']:40} " + " ".join(
+            f"{_cell(c, v, notes):>{w}}" for v, w in (("native", 10), ("fallback", 16), ("lowered", 18), ("numpy", 16))))
+    lines.append("(x) = time / native time, medians of interleaved runs; '!' = output outside the agreement bound")
+    lines += [f"[{i + 1}] {n}" for i, n in enumerate(notes)]
+    conv = result.get("convert")
+    if conv:
+        ms = conv["ms"]
+        lines.append(f"\nconvert ({conv['strategy']}, target {conv['target']}) of a {conv['nodes_in']}-node model "
+                     f"({conv['nodes_out']} nodes out, {conv['summary']}): {ms['convert_save']:.0f} ms vs load+check+save "
+                     f"{ms['load_check_save']:.0f} ms = {conv['convert/baseline']}x; inspect {ms['inspect']:.0f} ms")
+    gpu = result.get("gpu")
+    if gpu:
+        if gpu.get("status") != "ok":
+            lines.append(f"\nGPU: n/a ({gpu.get('reason')})")
+        else:
+            lines.append(f"\nGPU ({gpu['provider']}): lowered on the GPU vs op left native (falls to the CPU)")
+            for r in gpu["rows"]:
+                if "error" in r:
+                    lines.append(f"  {r['case']:40} error: {r['error']}")
+                else:
+                    lines.append(f"  {r['case']:40} lowered {r['lowered_gpu']} ms, left native {r['left_native']} ms, "
+                                 f"speedup {r['speedup']}x; placement lowered {r['placement_lowered']}, "
+                                 f"left native {r['placement_left_native']}")
+    lines.append("\ntargets (sizes >= 1e5):")
+    for v in result.get("verdicts", []):
+        extra = f" worst {v['worst']} (limit {v['limit']})" if v.get("worst") is not None else ""
+        extra += f" at {v['worst_case']}" if v.get("worst_case") else ""
+        lines.append(f"  {v['status']:12} {v['target']}{extra}")
+    return "\n".join(lines)
+
+
+class MissingMatplotlib(RuntimeError):
+    pass
+
+
+def chart(result: dict, path: str) -> str:
+    """Ratios to the native kernel vs size, one panel per op (float32), axis last solid / first dashed."""
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError as exc:
+        raise MissingMatplotlib("--chart needs matplotlib: pip install 'ort-dml-ops[bench]'") from exc
+    kinds = []
+    for c in result["cases"]:
+        k = (c["op"], c["reduction"])
+        if k not in kinds:
+            kinds.append(k)
+    cols = min(4, len(kinds)) or 1
+    rows = (len(kinds) + cols - 1) // cols
+    fig, axes = plt.subplots(rows, cols, figsize=(3.2 * cols, 2.6 * rows), squeeze=False, sharey=True)
+    colours = {"fallback": "tab:orange", "lowered": "tab:green", "numpy": "tab:blue"}
+    for ax, (op, red) in zip(axes.flat, kinds):
+        for variant, colour in colours.items():
+            for axis, style in (("last", "-"), ("first", "--")):
+                pts = sorted((c["size"], c["ratios"][f"{variant}/native"]) for c in result["cases"]
+                             if (c["op"], c["reduction"]) == (op, red) and c["axis"] == axis and c["dtype"] == "float32"
+                             and c["ratios"].get(f"{variant}/native"))
+                if pts:
+                    ax.plot(*zip(*pts), style, color=colour, marker=".", lw=1,
+                            label=f"{variant} ({axis})")
+        ax.axhline(1, color="black", lw=0.6)
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.set_title(f"{op}[{red}]" if red else op, fontsize=9)
+        ax.tick_params(labelsize=7)
+        ax.grid(True, which="major", lw=0.3)
+    for ax in axes.flat[len(kinds):]:
+        ax.axis("off")
+    for ax in axes[:, 0]:
+        ax.set_ylabel("time / native CPU kernel", fontsize=8)
+    for ax in axes[-1, :]:
+        ax.set_xlabel("elements", fontsize=8)
+    handles, labels = axes.flat[0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="lower right", fontsize=7, ncol=2)
+    fig.suptitle(f"float32 on the CPU EP — {result['meta']['summary']}", fontsize=8)
+    fig.tight_layout(rect=(0, 0.04, 1, 0.95))
+    fig.savefig(path, dpi=72)
+    plt.close(fig)
+    return path

@@ -1,0 +1,108 @@
+"""`ort-dml-ops bench [--quick|--full] [--json] [--chart FILE.png] ...`."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+EPILOG = """\
+examples:
+  ort-dml-ops bench                               # quick grid (~2 min): table on stdout
+  ort-dml-ops bench --full --json > bench.json    # the whole grid (long; run it under nice)
+  ort-dml-ops bench --ops CumProd --sizes 1e6 --dtypes float32 --chart cumprod.png
+
+Per case (op, dtype, size, axis first/last): median ms of ONNX Runtime's native CPU kernel, the
+project's Python fallback, the lowered graph (convert strategy=lower, target=dml) on the CPU EP,
+and numpy, timed interleaved in one run; ratios to native. Then the lowered model vs the op left
+native on a GPU EP when one is present, and convert / inspect of a large model. Variants that
+cannot run are "n/a" with the reason. --chart needs matplotlib (pip install 'ort-dml-ops[bench]').
+"""
+
+
+def _sizes(text: str) -> tuple:
+    try:
+        return tuple(int(float(s)) for s in text.split(",") if s)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"sizes are numbers like 1e5,1e6, not {text!r}") from None
+
+
+def add_parser(subparsers) -> None:
+    p = subparsers.add_parser(
+        "bench",
+        help="time native vs fallback vs lowered vs numpy for CumSum, CumProd and ScatterElements",
+        description="Benchmark CumSum, CumProd and ScatterElements (every reduction): ONNX Runtime's native "
+                    "CPU kernel vs the Python fallback vs the lowered graph vs numpy, and convert/inspect costs.",
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    mode = p.add_mutually_exclusive_group()
+    mode.add_argument("--quick", dest="mode", action="store_const", const="quick",
+                      help="sizes 1e5 and 1e6, float32, 1,000-node convert model (the default; ~2 min)")
+    mode.add_argument("--full", dest="mode", action="store_const", const="full",
+                      help="sizes 1e3..3e7, float32 and float16, 10,000-node convert model (long)")
+    p.set_defaults(mode="quick")
+    p.add_argument("--ops", help="comma list of CumSum, CumProd, ScatterElements or ScatterElements:<reduction> "
+                                 "(reductions: none, add, mul, max, min)")
+    p.add_argument("--sizes", type=_sizes, help="comma list of element counts, e.g. 1e5,1e6")
+    p.add_argument("--dtypes", help="comma list of float32, float16")
+    p.add_argument("--axes", choices=("first", "last", "both"), help="reduction axis (default both)")
+    p.add_argument("--reps", type=int, help="interleaved rounds per case (most; cut to the time budget)")
+    p.add_argument("--budget", type=float, help="seconds per case the rounds are cut to (at least 3 rounds)")
+    p.add_argument("--nodes", type=int, help="node count of the convert/inspect model (0 skips that part)")
+    p.add_argument("--no-gpu", action="store_true", help="skip the GPU part even where a GPU EP is present")
+    p.add_argument("--json", action="store_true", help="print the whole record as JSON instead of the table")
+    p.add_argument("--chart", metavar="FILE.png", help="also draw the ratios as a PNG chart (needs matplotlib)")
+    p.set_defaults(func=run)
+
+
+def _kinds(text: str | None):
+    from ..bench import models
+    from ..bench.runner import KINDS
+    from ..errors import UserError
+
+    if not text:
+        return None
+    out = []
+    for item in text.split(","):
+        op, _, red = item.strip().partition(":")
+        if op not in models.OPS or (red and (op != "ScatterElements" or red not in models.REDUCTIONS)):
+            raise UserError(f"unknown --ops item {item!r} (CumSum, CumProd, ScatterElements[:none|add|mul|max|min])")
+        out += [k for k in KINDS if k[0] == op and (not red or k[1] == red)]
+    return tuple(out)
+
+
+def run(args) -> int:
+    from ..bench import report
+    from ..bench.runner import Config, progress_line, run as run_bench
+    from ..errors import UserError
+
+    if args.chart:  # fail before minutes of measuring, in one line
+        try:
+            import matplotlib  # noqa: F401
+        except ImportError:
+            raise UserError("--chart needs matplotlib, which is not installed: pip install 'ort-dml-ops[bench]'") from None
+    if args.reps is not None and args.reps < 1:
+        raise UserError("--reps must be at least 1")
+    dtypes = tuple(args.dtypes.split(",")) if args.dtypes else None
+    if dtypes and not set(dtypes) <= {"float32", "float16"}:
+        raise UserError(f"--dtypes takes float32 and/or float16, not {args.dtypes!r}")
+    axes = {"first": (0,), "last": (1,), "both": (0, 1), None: None}[args.axes]
+    config = Config.preset(args.mode, sizes=args.sizes, dtypes=dtypes, axes=axes, kinds=_kinds(args.ops),
+                           reps=args.reps, budget_s=args.budget, nodes=args.nodes)
+    if args.sizes and min(args.sizes) < 10:
+        raise UserError("--sizes must be at least 10 elements")
+    if args.no_gpu:
+        config.gpu = False
+    result = run_bench(config, progress=progress_line)  # progress on stderr: stdout stays the table or JSON
+    if args.chart:
+        report.chart(result, args.chart)
+        result["meta"]["chart"] = args.chart
+    if args.json:
+        json.dump(result, sys.stdout, indent=1)
+        print()
+    else:
+        print(report.table(result))
+        if args.chart:
+            print(f"chart: {args.chart}")
+    return 0

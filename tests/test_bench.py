@@ -1,0 +1,60 @@
+"""`ort-dml-ops bench` on its tiniest setting: the JSON's structure and the outputs' agreement.
+
+No timing assertions: the numbers depend on the machine.
+"""
+
+import json
+import sys
+
+import pytest
+
+from ort_dml_ops.cli import main
+
+
+def _bench(capsys, *extra):
+    rc = main(["bench", "--sizes", "1000", "--dtypes", "float32", "--axes", "last", "--reps", "1",
+               "--nodes", "0", "--no-gpu", "--json", *extra])
+    out = capsys.readouterr().out
+    assert rc == 0
+    return json.loads(out)
+
+
+@pytest.mark.parametrize("ops", ["CumProd", "ScatterElements:add"])
+def test_bench_json_structure_and_native_fallback_agree(capsys, ops):
+    result = _bench(capsys, "--ops", ops)
+    assert {"meta", "cases", "verdicts"} <= set(result)
+    assert {"date", "cpu", "onnxruntime", "config"} <= set(result["meta"])
+    (case,) = result["cases"]
+    assert case["size"] == 1000 and case["shape"] == [10, 100] and case["axis"] == "last"
+    assert set(case["variants"]) == {"native", "fallback", "lowered", "numpy"}
+    for name, v in case["variants"].items():
+        assert v["status"] in ("ok", "n/a"), name
+        if v["status"] == "ok":
+            assert v["ms"] > 0 and v["reps"] == 1 and v["agrees"], (name, v)
+        else:
+            assert v["reason"]
+    native, fallback = case["variants"]["native"], case["variants"]["fallback"]
+    assert native["status"] == fallback["status"] == "ok"
+    assert fallback["diff_vs_native"] <= 1e-6
+    assert fallback["checksum"] == pytest.approx(native["checksum"], rel=1e-6)
+    assert case["ratios"]["fallback/native"] == pytest.approx(fallback["ms"] / native["ms"], rel=1e-2)
+
+
+def test_bench_float16_native_is_na_with_reason(capsys):
+    result = _bench(capsys, "--ops", "CumSum", "--dtypes", "float16")
+    v = result["cases"][0]["variants"]
+    assert v["native"]["status"] == "n/a" and "no CPU kernel" in v["native"]["reason"]
+    assert v["fallback"]["status"] == "ok" and v["fallback"]["agrees"]
+
+
+def test_bench_chart_without_matplotlib_is_one_line(capsys, monkeypatch, tmp_path):
+    monkeypatch.setitem(sys.modules, "matplotlib", None)  # import fails as if not installed
+    rc = main(["bench", "--ops", "CumSum", "--sizes", "1000", "--reps", "1", "--chart", str(tmp_path / "c.png")])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert rc == 1 and len(err) == 1 and "matplotlib" in err[0]
+    assert not (tmp_path / "c.png").exists()
+
+
+def test_bench_bad_op_is_a_one_line_error(capsys):
+    assert main(["bench", "--ops", "Gather"]) == 1
+    assert "unknown --ops" in capsys.readouterr().err
