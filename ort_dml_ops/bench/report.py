@@ -86,6 +86,9 @@ def table(result: dict) -> str:
         lines.append(f"\nconvert ({conv['strategy']}, target {conv['target']}) of a {conv['nodes_in']}-node model "
                      f"({conv['nodes_out']} nodes out, {conv['summary']}): {ms['convert_save']:.0f} ms vs load+check+save "
                      f"{ms['load_check_save']:.0f} ms = {conv['convert/baseline']}x; inspect {ms['inspect']:.0f} ms")
+    for r in result.get("cumprod_proto", []):
+        lines.append(f"CumProd prototype {r['shape']} axis {r['axis']}: native {r['ms']['native']} ms, lowered "
+                     f"{r['lowered/native']}x, prototype {r['proto/native']}x ({r['nodes']['proto']} nodes)")
     gpu = result.get("gpu")
     if gpu:
         if gpu.get("status") != "ok":

@@ -30,6 +30,7 @@ class Config:
     convert_reps: int = QUICK["convert_reps"]
     convert_strategy: str = "auto"
     gpu: bool = True
+    proto: bool = False  # also measure the prototype CumProd construction (bench/cumprod_proto.py)
     gpu_sizes: tuple = QUICK["gpu_sizes"]
     mode: str = "quick"
 
@@ -89,6 +90,11 @@ def run(config: Config, progress=None) -> dict:
         from .gpu import run_gpu
 
         result["gpu"] = run_gpu(config.gpu_sizes, config.reps)
+    if config.proto:
+        from .cumprod_proto import run_proto
+
+        shapes = [(models.shape_for(s), 0) for s in config.sizes if s >= 100_000] + [([8, 1024, 1024], 1)]
+        result["cumprod_proto"] = run_proto(shapes, reps=max(config.reps, 3))
     if config.nodes:
         from .convert_cost import run_convert_cost
 

@@ -51,6 +51,8 @@ def add_parser(subparsers) -> None:
     p.add_argument("--budget", type=float, help="seconds per case the rounds are cut to (at least 3 rounds)")
     p.add_argument("--nodes", type=int, help="node count of the convert/inspect model (0 skips that part)")
     p.add_argument("--no-gpu", action="store_true", help="skip the GPU part even where a GPU EP is present")
+    p.add_argument("--proto", action="store_true",
+                   help="also time the prototype CumProd construction (ort_dml_ops/bench/cumprod_proto.py)")
     p.add_argument("--json", action="store_true", help="print the whole record as JSON instead of the table")
     p.add_argument("--chart", metavar="FILE.png", help="also draw the ratios as a PNG chart (needs matplotlib)")
     p.set_defaults(func=run)
@@ -92,8 +94,8 @@ def run(args) -> int:
                            reps=args.reps, budget_s=args.budget, nodes=args.nodes)
     if args.sizes and min(args.sizes) < 10:
         raise UserError("--sizes must be at least 10 elements")
-    if args.no_gpu:
-        config.gpu = False
+    config.gpu = not args.no_gpu
+    config.proto = args.proto
     result = run_bench(config, progress=progress_line)  # progress on stderr: stdout stays the table or JSON
     if args.chart:
         report.chart(result, args.chart)
