@@ -39,6 +39,10 @@ def verdicts(result: dict) -> list[dict]:
         r = conv["convert/baseline"]
         out.append({"target": f"convert <= 2x load+check+save ({conv['nodes_in']} nodes, {conv['strategy']})",
                     "limit": 2.0, "worst": r, "status": "met" if r <= 2 else "missed"})
+        if "convert_native/baseline" in conv:
+            r = conv["convert_native/baseline"]
+            out.append({"target": f"convert, nothing rewritten (strategy native) <= 2x load+check+save", "limit": 2.0,
+                        "worst": r, "status": "met" if r <= 2 else "missed"})
         out.append({"target": f"inspect < 2 s ({conv['nodes_in']} nodes)", "limit": 2.0, "worst": conv["inspect_s"],
                     "status": "met" if conv["inspect_s"] < 2 else "missed"})
     gpu = result.get("gpu") or {}
@@ -86,6 +90,9 @@ def table(result: dict) -> str:
         lines.append(f"\nconvert ({conv['strategy']}, target {conv['target']}) of a {conv['nodes_in']}-node model "
                      f"({conv['nodes_out']} nodes out, {conv['summary']}): {ms['convert_save']:.0f} ms vs load+check+save "
                      f"{ms['load_check_save']:.0f} ms = {conv['convert/baseline']}x; inspect {ms['inspect']:.0f} ms")
+        if "convert_native/baseline" in conv:
+            lines.append(f"convert --strategy native (nothing rewritten) of the same model: {ms['convert_save_native']:.0f} ms"
+                         f" = {conv['convert_native/baseline']}x")
     for r in result.get("cumprod_proto", []):
         lines.append(f"CumProd prototype {r['shape']} axis {r['axis']}: native {r['ms']['native']} ms, lowered "
                      f"{r['lowered/native']}x, prototype {r['proto/native']}x ({r['nodes']['proto']} nodes)")

@@ -13,19 +13,25 @@ import numpy as np
 
 def interleaved(fns: dict, reps: int, *, budget_s: float | None = None, min_reps: int = 3,
                 first_s: dict | None = None) -> dict:
-    """Median seconds per call of each callable in `fns` over `reps` interleaved rounds.
+    """Median seconds per call of each callable in `fns`, over up to `reps` interleaved rounds.
 
-    With `budget_s`, the rounds are cut to what fits (at least min(min_reps, reps)), judged
-    from `first_s` (seconds of one warm-up call per variant)."""
+    With `budget_s` (and `first_s`, the seconds of one warm-up call per variant), each variant
+    gets its share of the budget: a variant whose calls take seconds runs in the first rounds
+    only (at least once), the cheap ones in every round (at least min(min_reps, reps) times)."""
+    counts = {k: reps for k in fns}
     if budget_s is not None and first_s:
-        per_round = max(sum(first_s.values()), 1e-9)
-        reps = max(min(min_reps, reps), min(reps, int(budget_s / per_round)))
+        share = budget_s / max(len(fns), 1)
+        for k in fns:
+            t = max(first_s.get(k, 0.0), 1e-9)
+            n = min(reps, max(1, int(share / t)))
+            counts[k] = max(n, min(min_reps, reps)) if t * min_reps <= 2 * share else n
     times = {k: [] for k in fns}
-    for _ in range(reps):
+    for r in range(max(counts.values(), default=0)):
         for name, fn in fns.items():
-            t0 = time.perf_counter()
-            fn()
-            times[name].append(time.perf_counter() - t0)
+            if r < counts[name]:
+                t0 = time.perf_counter()
+                fn()
+                times[name].append(time.perf_counter() - t0)
     return {k: {"median_s": float(np.median(v)), "reps": len(v), "min_s": float(np.min(v))} for k, v in times.items()}
 
 
