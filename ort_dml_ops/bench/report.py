@@ -167,3 +167,55 @@ def chart(result: dict, path: str) -> str:
     fig.savefig(path, dpi=72)
     plt.close(fig)
     return path
+
+
+def _fmt_ms(ms: float) -> str:
+    return f"{ms:.3g}" if ms < 1000 else f"{ms:,.0f}"
+
+
+def markdown(result: dict) -> str:
+    """Markdown tables (rows: op, dtype, axis; columns: sizes): native ms, then each variant's
+    ratio to native; where native is n/a, the variant's own time in ms, in italics."""
+    cases = result["cases"]
+    sizes = sorted({c["size"] for c in cases})
+    rows: list = []
+    for c in cases:
+        key = (c["op"], c["reduction"], c["dtype"], c["axis"])
+        if key not in rows:
+            rows.append(key)
+    by = {(c["op"], c["reduction"], c["dtype"], c["axis"], c["size"]): c for c in cases}
+    notes: list[str] = []
+
+    def note(reason: str) -> str:
+        if reason not in notes:
+            notes.append(reason)
+        return f"n/a[{notes.index(reason) + 1}]"
+
+    head = "| case | " + " | ".join(f"{s:.0e}".replace("e+0", "e") for s in sizes) + " |"
+    sep = "|---|" + "---:|" * len(sizes)
+    out = []
+    for variant, title in (("native", "ONNX Runtime's native CPU kernel, ms per run"),
+                           ("fallback", "Python fallback / native"), ("lowered", "lowered graph on the CPU EP / native"),
+                           ("numpy", "numpy / native")):
+        out += [f"**{title}**", "", head, sep]
+        for op, red, dtype, axis in rows:
+            cells = []
+            for s in sizes:
+                c = by.get((op, red, dtype, axis, s))
+                if c is None:
+                    cells.append("")
+                    continue
+                v = c["variants"][variant]
+                if v["status"] != "ok":
+                    cells.append(note(v["reason"]))
+                elif variant == "native":
+                    cells.append(_fmt_ms(v["ms"]))
+                elif c["ratios"].get(f"{variant}/native") is not None:
+                    cells.append(f"{c['ratios'][f'{variant}/native']:.2f}" + ("" if v.get("agrees", True) else " !"))
+                else:
+                    cells.append(f"*{_fmt_ms(v['ms'])} ms*" + ("" if v.get("agrees", True) else " !"))
+            label = f"{op}[{red}]" if red else op
+            out.append(f"| {label} {'f16' if dtype == 'float16' else 'f32'} {axis} | " + " | ".join(cells) + " |")
+        out.append("")
+    out += [f"[{i + 1}] {n}" for i, n in enumerate(notes)]
+    return "\n".join(out)

@@ -55,6 +55,9 @@ def add_parser(subparsers) -> None:
                    help="also time the prototype CumProd construction (ort_dml_ops/bench/cumprod_proto.py)")
     p.add_argument("--json", action="store_true", help="print the whole record as JSON instead of the table")
     p.add_argument("--chart", metavar="FILE.png", help="also draw the ratios as a PNG chart (needs matplotlib)")
+    p.add_argument("--markdown", action="store_true", help="print Markdown tables (sizes as columns) instead of the table")
+    p.add_argument("--from-json", metavar="FILE.json",
+                   help="measure nothing: render the table / Markdown / chart of a record saved with --json")
     p.set_defaults(func=run)
 
 
@@ -96,13 +99,22 @@ def run(args) -> int:
         raise UserError("--sizes must be at least 10 elements")
     config.gpu = not args.no_gpu
     config.proto = args.proto
-    result = run_bench(config, progress=progress_line)  # progress on stderr: stdout stays the table or JSON
+    if args.from_json:
+        try:
+            with open(args.from_json) as f:
+                result = json.load(f)
+        except (OSError, ValueError) as exc:
+            raise UserError(f"cannot read {args.from_json}: {exc}") from None
+    else:
+        result = run_bench(config, progress=progress_line)  # progress on stderr: stdout stays the table or JSON
     if args.chart:
         report.chart(result, args.chart)
         result["meta"]["chart"] = args.chart
     if args.json:
         json.dump(result, sys.stdout, indent=1)
         print()
+    elif args.markdown:
+        print(report.markdown(result))
     else:
         print(report.table(result))
         if args.chart:
