@@ -27,7 +27,7 @@ from .errors import UserError
 from .lowering import FAMILY_OPS, RULES, opset as opset_rule
 from .lowering._base import RewriteContext, attr_str
 from .lowering.fallback import route_to_fallback
-from .modelio import external_data_bytes, fix_ir_version, load_model
+from .modelio import external_data_bytes, fix_ir_version, graphs, load_model, without_external_data
 
 STRATEGIES = ("native", "lower", "fallback", "auto")
 #: external data up to this size is loaded into a converted model (the API's result is then
@@ -466,23 +466,13 @@ def _fix_domain_import(model: ir.Model) -> None:
             func.opset_imports.setdefault(DOMAIN, DOMAIN_VERSION)
 
 
-def _subgraphs(graph: onnx.GraphProto):
-    yield graph
-    for n in graph.node:
-        for a in n.attribute:
-            if a.type == onnx.AttributeProto.GRAPH:
-                yield from _subgraphs(a.g)
-            for g in a.graphs:
-                yield from _subgraphs(g)
-
-
 def _value_info_names(model: onnx.ModelProto) -> set[str]:
-    return {vi.name for g in _subgraphs(model.graph) for vi in g.value_info}
+    return {vi.name for g in graphs(model.graph) for vi in g.value_info}
 
 
 def _keep_value_info(model: onnx.ModelProto, keep: set[str]) -> None:
     """Drop the value_info our shape inference added: the output carries what the input did."""
-    for g in _subgraphs(model.graph):
+    for g in graphs(model.graph):
         kept = [vi for vi in g.value_info if vi.name in keep]
         del g.value_info[:]
         g.value_info.extend(kept)
@@ -504,31 +494,11 @@ def _signature(graph: onnx.GraphProto) -> list:
     return [sig(graph.input), sig(graph.output)]
 
 
-def _without_external_data(model: onnx.ModelProto) -> onnx.ModelProto:
-    """A copy to validate without the weights: each external initializer becomes a graph input
-    of the same type and shape (the checker and shape inference need no more of it)."""
-    if not external_data_bytes(model):
-        return model
-    copy = onnx.ModelProto()
-    copy.CopyFrom(model)
-    for g in _subgraphs(copy.graph):
-        inputs = {v.name for v in g.input}
-        keep = []
-        for t in g.initializer:
-            if t.data_location != onnx.TensorProto.EXTERNAL:
-                keep.append(t)
-            elif t.name not in inputs:
-                g.input.append(onnx.helper.make_tensor_value_info(t.name, t.data_type, list(t.dims)))
-        del g.initializer[:]
-        g.initializer.extend(keep)
-    return copy
-
-
 def _validate(model: onnx.ModelProto, signature: list) -> None:
     if _signature(model.graph) != signature:
         raise AssertionError("internal error: conversion changed the graph inputs or outputs")
     try:
-        onnx.checker.check_model(_without_external_data(model), full_check=True)
+        onnx.checker.check_model(without_external_data(model), full_check=True)
     except (onnx.checker.ValidationError, onnx.shape_inference.InferenceError) as exc:
         first = str(exc).strip().splitlines()[0]
         raise UserError(f"the converted model does not pass onnx.checker ({first})") from None

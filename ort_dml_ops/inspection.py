@@ -9,12 +9,13 @@ model's opset, If/Loop/Scan subgraphs included), applies them, and counts the co
 from __future__ import annotations
 
 import json
+import os
 from dataclasses import dataclass, field
 
 import onnx
 
 from .errors import UserError
-from .modelio import load_model
+from .modelio import check_defined_inputs, load_model
 from .targets import get_target, opsets_of, type_string
 from .targets import partition
 
@@ -86,7 +87,8 @@ def inspect(model, target: str = "dml", *, optimized: bool = True) -> InspectRep
     `optimized=True` models ORT's default session options (graph optimizations on: constant
     folding removes nodes); `optimized=False` models graph_optimization_level=ORT_DISABLE_ALL.
     """
-    proto = load_model(model)
+    proto = load_model(model, load_external_data=False)  # placement needs shapes, not weights
+    check_defined_inputs(proto, str(model) if isinstance(model, (str, os.PathLike)) else "")
     tgt = get_target(target)
     opsets = opsets_of(proto)
     work = _inline_and_name(proto)

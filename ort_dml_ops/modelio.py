@@ -120,6 +120,62 @@ def check_external_data(proto: onnx.ModelProto, folder: Path, what: str) -> None
             raise UserError(f"{what}: external data file {location!r} of tensor {t.name!r} does not exist")
 
 
+def graphs(graph: onnx.GraphProto):
+    """`graph` and every If/Loop/Scan body inside it, depth first."""
+    yield graph
+    for n in graph.node:
+        for a in n.attribute:
+            if a.type == onnx.AttributeProto.GRAPH:
+                yield from graphs(a.g)
+            for g in a.graphs:
+                yield from graphs(g)
+
+
+def without_external_data(model: onnx.ModelProto) -> onnx.ModelProto:
+    """A copy to validate without the weights: each external initializer becomes a graph input
+    of the same type and shape (the checker and shape inference need no more of it)."""
+    if not external_data_bytes(model):
+        return model
+    copy = onnx.ModelProto()
+    copy.CopyFrom(model)
+    for g in graphs(copy.graph):
+        inputs = {v.name for v in g.input}
+        keep = []
+        for t in g.initializer:
+            if t.data_location != onnx.TensorProto.EXTERNAL:
+                keep.append(t)
+            elif t.name not in inputs:
+                g.input.append(onnx.helper.make_tensor_value_info(t.name, t.data_type, list(t.dims)))
+        del g.initializer[:]
+        g.initializer.extend(keep)
+    return copy
+
+
+def check_defined_inputs(model: onnx.ModelProto, what: str = "") -> None:
+    """Refuse, in one line, a node that reads a value nothing defines.
+
+    ONNX Runtime refuses such a model when it resolves the graph (graph.cc); onnx's checker
+    would too, but it also refuses models ORT loads (value_info without a shape, a function
+    importing another opset), so this is the one structural rule checked before predicting.
+    """
+
+    def walk(graph: onnx.GraphProto, outer: frozenset) -> None:
+        defined = set(outer) | {v.name for v in graph.input} | {t.name for t in graph.initializer}
+        defined |= {o for n in graph.node for o in n.output if o}
+        for node in graph.node:
+            for name in node.input:
+                if name and name not in defined:
+                    prefix = f"{what}: " if what else ""
+                    label = node.name or node.op_type
+                    raise UserError(f"{prefix}node '{label}' reads '{name}', which no graph input, initializer "
+                                    "or node defines (ONNX Runtime refuses the model)")
+            for attr in node.attribute:
+                for g in [attr.g] if attr.type == onnx.AttributeProto.GRAPH else list(attr.graphs):
+                    walk(g, frozenset(defined))
+
+    walk(model.graph, frozenset())
+
+
 def _require_graph(proto: onnx.ModelProto, what: str) -> None:
     # Almost any byte string parses as *some* protobuf; a model has a graph and an opset.
     if not proto.HasField("graph") or not proto.opset_import:
