@@ -358,6 +358,9 @@ def _native(node: ir.Node, ctx: RewriteContext) -> tuple[bool, str]:
         on_target = getattr(d, "on_target", provider == t.provider)
         short = {"DmlExecutionProvider": "DML", "CUDAExecutionProvider": "CUDA", "CPUExecutionProvider": "CPU"}
         if on_target:
+            mismatch = _dml_scatter_shape_mismatch(node) if ctx.target == "dml" else None
+            if mismatch:
+                return False, mismatch
             return True, f"the {ctx.target} EP has a kernel ({reason})" if reason else f"the {ctx.target} EP has a kernel"
         where = short.get(provider, "no EP") if provider else "no EP"
         return False, f"not on {ctx.target}: runs on {where}" + (f" ({reason})" if reason else "")
@@ -365,6 +368,27 @@ def _native(node: ir.Node, ctx: RewriteContext) -> tuple[bool, str]:
         raise
     except Exception as exc:  # pragma: no cover - capability model missing or failing
         return False, f"capability model unavailable ({type(exc).__name__}: {exc})"
+
+
+def _dml_scatter_shape_mismatch(node: ir.Node) -> str | None:
+    """DirectML's scatter wants indices sized like data on every axis but `axis`.
+
+    DML_SCATTER_OPERATOR_DESC (shared/seeds, DirectML docs): "IndicesTensor ... Sizes must
+    match InputTensor.Sizes in every dimension except Axis". ONNX allows smaller indices; the
+    DML EP claims the node anyway and session creation fails (E_INVALIDARG, measured on the
+    lane). Known static dims that differ make the node not native; unknown ones cannot be told.
+    """
+    if node.op_type not in ("ScatterElements", "Scatter") or len(node.inputs) < 2:
+        return None
+    data, indices = _dims(node.inputs[0]), _dims(node.inputs[1])
+    if data is None or indices is None or len(data) != len(indices):
+        return None
+    axis = node.attributes.get_int("axis", 0) % len(data) if data else 0
+    for d, (a, b) in enumerate(zip(data, indices)):
+        if d != axis and isinstance(a, int) and isinstance(b, int) and a != b:
+            return (f"the DML EP claims it but DirectML needs indices sized like data except on the axis "
+                    f"(dim {d}: indices {b}, data {a}); session creation would fail")
+    return None
 
 
 # --------------------------------------------------------------------------------------

@@ -63,6 +63,20 @@ def test_auto_keeps_native_scatter_and_cumsum():
     assert convert(m2, "dml").report.nodes[0].action == "native"
 
 
+def test_auto_lowers_scatter_whose_indices_are_smaller_than_data_off_axis():
+    # DirectML needs indices sized like data on every dim but the axis; the DML EP claims the
+    # node anyway and session creation fails (seen on the lane), so auto must not keep it native.
+    m = single_op("ScatterElements", [("data", np.float32, [4, 5]), ("indices", np.int64, [3, 2]), ("updates", np.float32, [3, 2])],
+                  {"axis": 1}, opset=13)
+    r = convert(m, "dml")
+    node = r.report.nodes[0]
+    assert node.action == "lowered" and "indices sized like data" in node.reason, node
+    rng = np.random.default_rng(0)
+    feeds = {"data": rng.random((4, 5), dtype=np.float32), "indices": rng.integers(-5, 5, (3, 2)),
+             "updates": rng.random((3, 2), dtype=np.float32)}
+    np.testing.assert_array_equal(run_cpu(r.model, feeds)[0], run_cpu(m, feeds)[0])
+
+
 def test_auto_lowers_reduction_and_opset18_scatter():
     for opset, attrs in ((17, {"axis": 1, "reduction": "add"}), (18, {"axis": 1})):
         m = single_op("ScatterElements", [("data", np.float32, [4, 5]), ("indices", np.int64, [4, 2]), ("updates", np.float32, [4, 2])],
