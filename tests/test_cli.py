@@ -95,3 +95,21 @@ def test_demo_runs_the_bundled_model(tmp_path, capsys):
     assert f"picture: {out}" in text
     page = out.read_text()
     assert page.startswith("<!DOCTYPE html>") and page.count("<svg") == 4 and "http" not in page.replace("http://www.w3.org/2000/svg", "")
+
+
+def test_run_check_indices_fails_loudly_on_an_out_of_range_index(tmp_path, capsys):
+    b = GraphBuilder(opset=18)
+    d, i, u = b.input("d", "float32", [6]), b.input("i", "int64", [3]), b.input("u", "float32", [3])
+    path = tmp_path / "scatter.onnx"
+    onnx.save(b.build(outputs={"y": b.scatter_elements(d, i, u, axis=0, reduction="add")}), path)
+    np.save(tmp_path / "d.npy", np.zeros(6, np.float32))
+    np.save(tmp_path / "u.npy", np.ones(3, np.float32))
+    args = ["run", str(path), "--provider", "cpu", "--check-indices", "--json"] + [
+        f"--input={n}={tmp_path / (n + '.npy')}" for n in "diu"]
+    np.save(tmp_path / "i.npy", np.array([0, 5, -1]))
+    assert main(args) == 0
+    assert json.loads(capsys.readouterr().out)["outputs"]["y"]["values"] == [1, 0, 0, 0, 0, 2]
+    np.save(tmp_path / "i.npy", np.array([0, 7, 1]))
+    assert main(args) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "scatter index is out of range" in err

@@ -23,6 +23,10 @@ def add_parser(sub) -> None:
     p.add_argument("--random-inputs", action="store_true", help="random values for inputs not given with --input")
     p.add_argument("--output-dir", type=Path, help="save every output as NAME.npy in this folder")
     p.add_argument("--json", action="store_true", help="print providers and outputs as JSON")
+    p.add_argument("--check-indices", action="store_true",
+                   help="guard every scatter against out-of-range indices: runs the model converted with "
+                        "strategy lower and an index check (a few extra ops over the indices), so a bad index "
+                        "fails the run loudly instead of writing to the wrong element")
     p.set_defaults(func=run)
 
 
@@ -35,13 +39,21 @@ def run(args) -> int:
     files = parse_input_args(args.input)
     if args.output_dir is not None and not args.output_dir.is_dir():
         raise UserError(f"{args.output_dir}: the output folder does not exist")
-    session = InferenceSession(args.model, providers=args.provider)
+    model = args.model
+    if args.check_indices:
+        model = _guarded(model, args.provider)
+    so = ort.SessionOptions()
+    so.log_severity_level = 4  # ORT's own error log would be a second stderr line; its exception says it all
+    session = InferenceSession(model, providers=args.provider, sess_options=so)
     feeds = build_feeds(session, files, args.random_inputs)
     try:
         outputs = session.run(None, feeds)
     except (ort.capi.onnxruntime_pybind11_state.Fail, ort.capi.onnxruntime_pybind11_state.InvalidArgument,
             ort.capi.onnxruntime_pybind11_state.RuntimeException) as exc:
-        raise UserError(f"{args.model}: the run failed: {str(exc).splitlines()[0]}") from None
+        first = str(exc).splitlines()[0]
+        if args.check_indices and "/Gather" in first:  # the guard's Gather is named <scatter node>/Gather
+            first = f"a scatter index is out of range (the --check-indices guard stopped the run): {first}"
+        raise UserError(f"{args.model}: the run failed: {first}") from None
     names = [o.name for o in session.get_outputs()]
     if args.output_dir is not None:
         for name, value in zip(names, outputs):
@@ -57,6 +69,17 @@ def run(args) -> int:
             print(f"{name}: {value.dtype} {list(value.shape)}")
             print(np.array2string(value, threshold=20, edgeitems=3, precision=5))
     return 0
+
+
+def _guarded(model_path, providers):
+    """The model with every scatter lowered behind an index check, for the first provider's target."""
+    from ..conversion import convert
+    from ..session import CPU, CUDA, DML, resolve_providers
+
+    first = resolve_providers(providers)[0]
+    name = first[0] if isinstance(first, tuple) else first
+    target = {DML: "dml", CUDA: "cuda", CPU: "cpu"}.get(name, "cpu")
+    return convert(model_path, target, strategy="lower", check_indices=True).model
 
 
 def _safe(name: str) -> str:
