@@ -160,8 +160,11 @@ def chart(result: dict, path: str) -> str:
         ax.set_ylabel("time / native CPU kernel", fontsize=8)
     for ax in axes[-1, :]:
         ax.set_xlabel("elements", fontsize=8)
-    handles, labels = axes.flat[0].get_legend_handles_labels()
-    fig.legend(handles, labels, loc="lower right", fontsize=7, ncol=2)
+    seen: dict = {}
+    for ax in axes.flat:  # one legend entry per line style, from whichever panel has it
+        for h, lab in zip(*ax.get_legend_handles_labels()):
+            seen.setdefault(lab, h)
+    fig.legend(list(seen.values()), list(seen), loc="lower right", fontsize=7, ncol=3)
     fig.suptitle(f"float32 on the CPU EP — {result['meta']['summary']}", fontsize=8)
     fig.tight_layout(rect=(0, 0.04, 1, 0.95))
     fig.savefig(path, dpi=72)
