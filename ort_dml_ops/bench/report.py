@@ -77,10 +77,10 @@ def _cell(case: dict, variant: str, notes: list) -> str:
 
 def table(result: dict) -> str:
     notes: list[str] = []
-    head = f"{'case':40} {'native ms':>10} {'fallback ms':>16} {'lowered ms':>18} {'numpy ms':>16}"
+    head = f"{'case':46} {'native ms':>10} {'fallback ms':>16} {'lowered ms':>18} {'numpy ms':>16}"
     lines = [f"# {result['meta']['summary']}", head, "-" * len(head)]
     for c in result["cases"]:
-        lines.append(f"{c['name']:40} " + " ".join(
+        lines.append(f"{c['name']:46} " + " ".join(
             f"{_cell(c, v, notes):>{w}}" for v, w in (("native", 10), ("fallback", 16), ("lowered", 18), ("numpy", 16))))
     lines.append("(x) = time / native time, medians of interleaved runs; '!' = output outside the agreement bound")
     lines += [f"[{i + 1}] {n}" for i, n in enumerate(notes)]

@@ -38,7 +38,7 @@ def add_parser(subparsers) -> None:
     )
     mode = p.add_mutually_exclusive_group()
     mode.add_argument("--quick", dest="mode", action="store_const", const="quick",
-                      help="sizes 1e5 and 1e6, float32, 1,000-node convert model (the default; ~2 min)")
+                      help="sizes 1e5 and 1e6, float32, 1,000-node convert model (the default; under 2 min)")
     mode.add_argument("--full", dest="mode", action="store_const", const="full",
                       help="sizes 1e3..3e7, float32 and float16, 10,000-node convert model (long)")
     p.set_defaults(mode="quick")
