@@ -58,3 +58,19 @@ def test_bench_chart_without_matplotlib_is_one_line(capsys, monkeypatch, tmp_pat
 def test_bench_bad_op_is_a_one_line_error(capsys):
     assert main(["bench", "--ops", "Gather"]) == 1
     assert "unknown --ops" in capsys.readouterr().err
+
+
+def test_bench_gpu_part_runs_with_the_cpu_ep_standing_in(monkeypatch):
+    """The GPU code path (sessions, interleaving, ORT profile placements) on the CPU EP, so it is
+    exercised on machines without a GPU; on a real GPU the provider is CUDA or DirectML."""
+    from ort_dml_ops.bench import gpu
+
+    assert gpu.gpu_provider() in (None, *gpu.GPU_EPS)
+    monkeypatch.setattr(gpu, "gpu_provider", lambda: "CPUExecutionProvider")
+    result = gpu.run_gpu([1000], reps=1)
+    assert result["status"] == "ok" and len(result["rows"]) == 3
+    for row in result["rows"]:
+        assert "error" not in row, row
+        assert row["lowered_gpu"] > 0 and row["left_native"] > 0
+        assert set(row["placement_lowered"]) == {"CPUExecutionProvider"}
+        assert "Mul" in row["placement_lowered"]["CPUExecutionProvider"] or "TopK" in row["placement_lowered"]["CPUExecutionProvider"]

@@ -29,7 +29,8 @@ def gpu_provider() -> str | None:
 
 
 def _providers(ep: str) -> list:
-    return [(ep, {"device_id": "0"}) if ep == "DmlExecutionProvider" else ep, "CPUExecutionProvider"]
+    first = (ep, {"device_id": "0"}) if ep == "DmlExecutionProvider" else ep
+    return [first] if ep == "CPUExecutionProvider" else [first, "CPUExecutionProvider"]
 
 
 def _session(model, ep: str, profile_dir: str, fallback: bool = False):
