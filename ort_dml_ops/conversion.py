@@ -361,6 +361,8 @@ def _native(node: ir.Node, ctx: RewriteContext) -> tuple[bool, str]:
             mismatch = _dml_scatter_shape_mismatch(node) if ctx.target == "dml" else None
             if mismatch:
                 return False, mismatch
+            if getattr(d, "fails_at_run", None):
+                return False, f"the {ctx.target} EP claims it but {d.fails_at_run}"
             return True, f"the {ctx.target} EP has a kernel ({reason})" if reason else f"the {ctx.target} EP has a kernel"
         where = short.get(provider, "no EP") if provider else "no EP"
         return False, f"not on {ctx.target}: runs on {where}" + (f" ({reason})" if reason else "")

@@ -381,3 +381,28 @@ def test_cli_refuses_to_overwrite_the_inputs_external_data(tmp_path):
     with pytest.raises(UserError, match="would overwrite the input"):
         cli([str(path), "-o", str(tmp_path / "c.onnx")])
     assert sorted(p.name for p in tmp_path.iterdir()) == before
+
+
+def test_cpu_target_does_not_keep_float16_scatter_add_native():
+    # ORT's CPU ScatterElements refuses float16 add/mul at run time (and 1.31.1 crashes on it
+    # from about 1e6 elements): auto must not leave the node to it.
+    m = single_op("ScatterElements", [("data", np.float16, [4, 5]), ("indices", np.int64, [4, 3]), ("updates", np.float16, [4, 3])],
+                  {"axis": 1, "reduction": "add"}, opset=18)
+    rng = np.random.default_rng(1)
+    feeds = {"data": rng.random((4, 5)).astype(np.float16), "indices": rng.integers(-5, 5, (4, 3)),
+             "updates": rng.random((4, 3)).astype(np.float16)}
+    with pytest.raises(Exception, match="MLFloat16 data type is not supported"):
+        run_cpu(m, feeds)  # the refusal this rule is about
+    r = convert(m, "cpu")
+    node = r.report.nodes[0]
+    assert node.action != "native" and "refuses float16" in node.reason, node
+    exact = feeds["data"].astype(np.float64)
+    magnitude = np.abs(exact)
+    for row in range(4):
+        for col in range(3):
+            exact[row, feeds["indices"][row, col] % 5] += feeds["updates"][row, col]
+            magnitude[row, feeds["indices"][row, col] % 5] += abs(float(feeds["updates"][row, col]))
+    # docs/convert.md bound for a lowered scatter add: (ceil(log2 K) + 2) * u * sum|terms|, K = 3
+    bound = (2 + 2) * 2.0 ** -11 * magnitude
+    got = run_cpu(r.model, feeds)[0].astype(np.float64)
+    assert (np.abs(got - exact) <= bound).all(), np.abs(got - exact).max()

@@ -83,6 +83,8 @@ class Decision:
     via_casts: bool = False  # float16 node run by the CPU EP's float kernel through inserted Casts
     target_lookup: bool = False  # the target EP's LookUpKernel found a kernel (fallback_cpu_capability)
     target_kernel: kernels.Kernel | None = None
+    # Placed, but the kernel refuses these inputs when it runs (the session opens, run() fails).
+    fails_at_run: str | None = None
 
     def __iter__(self):  # `provider, reason = target.placement(...)` also works on a Decision
         return iter((self.provider, self.reason))
@@ -174,8 +176,11 @@ class Target:
         ck, miss = self.cpu_table.find(op, domain, since, resolve)
         if ck is not None:
             reason = why_off or f"CPU kernel {op}({ck.version_text()})"
+            refusal = _cpu_run_refusal(node, op, resolve)
+            if refusal:
+                reason = f"{reason}; {refusal}"
             return Decision(CPU, reason, since, ck, on_target=self.table is None, target_lookup=lookup,
-                            target_kernel=tk)
+                            target_kernel=tk, fails_at_run=refusal)
         # insert_cast_transformer.cc: float16 args of a node without a float16 kernel are cast to float
         if self._has_fp16(node, value_type):
             def as_float(name, _r=resolve):
@@ -219,3 +224,16 @@ class Target:
 
 def _short(provider: str) -> str:
     return {DML: "DML", CUDA: "CUDA", CPU: "CPU"}.get(provider, provider)
+
+
+def _cpu_run_refusal(node, op, resolve) -> str | None:
+    """scatter_elements.cc (CPU EP): float16 data with reduction add/mul is refused at run time
+    ("MLFloat16 data type is not supported ... when reduction is 'add'"); measured with
+    onnxruntime 1.31.1, which also crashes on it from about 1e6 elements."""
+    if op != "ScatterElements":
+        return None
+    reduction = next((onnx.helper.get_attribute_value(a) for a in node.attribute if a.name == "reduction"), b"none")
+    reduction = reduction.decode() if isinstance(reduction, bytes) else reduction
+    if reduction in ("add", "mul") and resolve("T") == "tensor(float16)":
+        return f"the CPU kernel refuses float16 with reduction '{reduction}' when it runs"
+    return None
