@@ -7,6 +7,7 @@ import tempfile
 from pathlib import Path
 
 import onnx
+import onnx.external_data_helper
 from google.protobuf.message import DecodeError
 
 from .errors import UserError
@@ -65,16 +66,12 @@ def load_model(model: onnx.ModelProto | str | os.PathLike | bytes, *, load_exter
             raise UserError(f"{path}: cannot load the model ({first})") from None
         _require_graph(proto, str(path))
         check_external_data(proto, path.parent, str(path))
-        if not load_external_data or not _uses_external_data(proto):
-            return proto
-        try:
-            proto = onnx.load(str(path), load_external_data=True)
-        except DecodeError as exc:
-            raise UserError(f"{path}: not an ONNX model (protobuf decode failed: {exc})") from None
-        except (OSError, ValueError, onnx.checker.ValidationError) as exc:
-            first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-            raise UserError(f"{path}: cannot load the model ({first})") from None
-        _require_graph(proto, str(path))
+        if load_external_data and _uses_external_data(proto):
+            try:  # the paths were checked above: inside the model's folder, present
+                onnx.external_data_helper.load_external_data_for_model(proto, str(path.parent))
+            except (OSError, ValueError) as exc:
+                first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+                raise UserError(f"{path}: cannot load the external data ({first})") from None
         return proto
     raise UserError(f"expected an onnx.ModelProto, a path or bytes, got {type(model).__name__}")
 
