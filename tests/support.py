@@ -92,3 +92,25 @@ def assert_same(actual: np.ndarray, expected: np.ndarray) -> None:
         assert same.all(), f"{int((~same).sum())} of {a.size} differ; first at {np.argwhere(~same)[0].tolist()}: {a[~same][0]} != {e[~same][0]}"
     else:
         np.testing.assert_array_equal(actual, expected)
+
+
+def np_scatter_elements(data, indices, updates, axis, reduction):
+    """ScatterElements by a plain loop over the updates, in index order (as the ONNX spec reads)."""
+    out = data.copy()
+    idx = np.where(indices < 0, indices + data.shape[axis], indices)
+    for pos in np.ndindex(*indices.shape):
+        tgt = list(pos)
+        tgt[axis] = idx[pos]
+        tgt = tuple(tgt)
+        u = updates[pos]
+        if reduction == "none":
+            out[tgt] = u
+        elif reduction == "add":
+            out[tgt] = out[tgt] + u
+        elif reduction == "mul":
+            out[tgt] = out[tgt] * u
+        elif reduction == "max":
+            out[tgt] = max(out[tgt], u)
+        else:
+            out[tgt] = min(out[tgt], u)
+    return out

@@ -33,6 +33,7 @@ from onnx import helper, numpy_helper
 from ort_dml_ops import DOMAIN
 from ort_dml_ops.conversion import convert
 from ort_dml_ops.lane import CPU, DML, Case
+from tests.support import np_scatter_elements
 
 pytestmark = pytest.mark.dml
 
@@ -67,16 +68,6 @@ def ref_cumprod(x, axis, exclusive=0, reverse=0):
         y = np.concatenate([np.ones_like(y[..., :1]), y[..., :-1]], axis=-1)
     y = y[..., ::-1] if reverse else y
     return np.moveaxis(y, -1, axis).astype(np.float32)
-
-
-def np_scatter_elements(data, indices, updates, axis, reduction):
-    out = data.copy()
-    idx = np.where(indices < 0, indices + data.shape[axis], indices)
-    for pos in np.ndindex(*indices.shape):
-        tgt = list(pos)
-        tgt[axis] = idx[pos]
-        out[tuple(tgt)] = out[tuple(tgt)] + updates[pos] if reduction == "add" else updates[pos]
-    return out
 
 
 def _cumprod(name, shape, attrs, axis, opset=17, onnx_op=False, seed=0):

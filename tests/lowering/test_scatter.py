@@ -13,6 +13,7 @@ import pytest
 
 from ort_dml_ops import DOMAIN
 from ort_dml_ops.conversion import convert
+from tests.support import np_scatter_elements
 
 from ._util import op_types, run_cpu, single_op
 
@@ -32,27 +33,6 @@ def elements_model(dshape, ishape, axis, reduction, dtype, opset=18):
         attrs["reduction"] = reduction
     return single_op("ScatterElements", [("data", dtype, dshape), ("indices", np.int64, ishape), ("updates", dtype, ishape)],
                      attrs, opset=opset)
-
-
-def np_scatter_elements(data, indices, updates, axis, reduction):
-    out = data.copy()
-    idx = np.where(indices < 0, indices + data.shape[axis], indices)
-    for pos in np.ndindex(*indices.shape):
-        tgt = list(pos)
-        tgt[axis] = idx[pos]
-        tgt = tuple(tgt)
-        u = updates[pos]
-        if reduction == "none":
-            out[tgt] = u
-        elif reduction == "add":
-            out[tgt] = out[tgt] + u
-        elif reduction == "mul":
-            out[tgt] = out[tgt] * u
-        elif reduction == "max":
-            out[tgt] = max(out[tgt], u)
-        else:
-            out[tgt] = min(out[tgt], u)
-    return out
 
 
 @pytest.mark.parametrize("reduction", ["add", "mul", "max", "min"])
