@@ -24,13 +24,12 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 
 import ort_dml_ops  # noqa: E402
 from ort_dml_ops import DOMAIN  # noqa: E402
+from ort_dml_ops.bench.timing import quiet_session_options  # noqa: E402
 from tests.bad_inputs.corpus import cumsum_model  # noqa: E402
 
 
 def _so():
-    so = ort.SessionOptions()
-    so.intra_op_num_threads = 1
-    so.log_severity_level = 3
+    so = quiet_session_options(intra_op_num_threads=1, log_severity_level=3)
     return so
 
 

@@ -24,6 +24,7 @@ from onnx import TensorProto, helper
 
 import ort_dml_ops
 from ort_dml_ops import DOMAIN
+from ort_dml_ops.bench.timing import quiet_session_options
 
 
 def scan_model(op, domain, opset, shape, axis):
@@ -83,9 +84,9 @@ def _timed(sess, feeds, stock: bool) -> float:
 
 
 def measure(native, fallback, feeds, reps, stock=False):
-    so = ort.SessionOptions()
+    so = quiet_session_options()
     native_s = ort.InferenceSession(native.SerializeToString(), so, providers=["CPUExecutionProvider"])
-    fallback_s = ort_dml_ops.InferenceSession(fallback, providers=["CPUExecutionProvider"])
+    fallback_s = ort_dml_ops.InferenceSession(fallback, providers=["CPUExecutionProvider"], sess_options=quiet_session_options())
     a, b = native_s.run(None, feeds)[0], fallback_s.run(None, feeds)[0]  # warm-up, and a sanity check
     if not np.allclose(a, b, rtol=1e-4, atol=1e-5, equal_nan=True):
         raise SystemExit("fallback and native outputs differ")

@@ -92,10 +92,9 @@ def run_proto(shapes, reps: int = 9) -> list[dict]:
     from .._domain import DOMAIN
     from ..conversion import convert
     from . import models
-    from .timing import interleaved
+    from .timing import interleaved, quiet_session_options
 
-    so = ort.SessionOptions()
-    so.log_severity_level = 3
+    so = quiet_session_options(log_severity_level=3)
     rows = []
     for shape, axis in shapes:
         x = np.random.default_rng(0).uniform(0.999, 1.001, shape).astype(np.float32)

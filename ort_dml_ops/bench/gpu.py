@@ -18,7 +18,7 @@ import onnxruntime as ort
 
 from .._domain import DOMAIN
 from . import models
-from .timing import interleaved
+from .timing import interleaved, quiet_session_options
 
 GPU_EPS = ("CUDAExecutionProvider", "DmlExecutionProvider")
 
@@ -34,8 +34,7 @@ def _providers(ep: str) -> list:
 
 
 def _session(model, ep: str, profile_dir: str, fallback: bool = False):
-    so = ort.SessionOptions()
-    so.log_severity_level = 3
+    so = quiet_session_options(log_severity_level=3)
     so.enable_profiling = True
     so.profile_file_prefix = os.path.join(profile_dir, "p")
     if fallback:

@@ -17,7 +17,7 @@ import onnxruntime as ort
 
 from .._domain import DOMAIN
 from . import models
-from .timing import interleaved, once
+from .timing import interleaved, once, quiet_session_options
 
 VARIANTS = ("native", "fallback", "lowered", "numpy")
 CPU = ["CPUExecutionProvider"]
@@ -50,16 +50,14 @@ def cpu_kernel_types(op: str, opset: int) -> set[str]:
 
 
 def _session(model):
-    so = ort.SessionOptions()
-    so.log_severity_level = 4  # a refusing kernel is reported as n/a with its reason, not logged
+    so = quiet_session_options(log_severity_level=4)  # a refusing kernel is reported as n/a with its reason, not logged
     return ort.InferenceSession(model.SerializeToString(), so, providers=CPU)
 
 
 def _fallback_session(model):
     from ..session import InferenceSession
 
-    so = ort.SessionOptions()
-    so.log_severity_level = 3
+    so = quiet_session_options(log_severity_level=3)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         return InferenceSession(model, providers=CPU, sess_options=so)

@@ -2,6 +2,10 @@
 
 All variants of a case see the same machine state (load from other jobs, thermal state), so
 their ratio is meaningful even on a shared machine where absolute times drift.
+
+Every session timed this way must be built with `quiet_session_options()`: by default an ORT
+session's intra-op threads spin for a while after each run, so with sessions interleaved the
+idle ones steal cores from the one being timed (on 2 cores native CumProd ran 6x slower).
 """
 
 from __future__ import annotations
@@ -9,6 +13,7 @@ from __future__ import annotations
 import time
 
 import numpy as np
+import onnxruntime as ort
 
 
 def interleaved(fns: dict, reps: int, *, budget_s: float | None = None, min_reps: int = 3,
@@ -33,6 +38,16 @@ def interleaved(fns: dict, reps: int, *, budget_s: float | None = None, min_reps
                 fn()
                 times[name].append(time.perf_counter() - t0)
     return {k: {"median_s": float(np.median(v)), "reps": len(v), "min_s": float(np.min(v))} for k, v in times.items()}
+
+
+def quiet_session_options(**attrs) -> ort.SessionOptions:
+    """SessionOptions whose thread pools sleep between runs (see the module docstring)."""
+    so = ort.SessionOptions()
+    so.add_session_config_entry("session.intra_op.allow_spinning", "0")
+    so.add_session_config_entry("session.inter_op.allow_spinning", "0")
+    for k, v in attrs.items():
+        setattr(so, k, v)
+    return so
 
 
 def once(fn):
