@@ -1,19 +1,21 @@
 """CumProd (the project's DOMAIN::CumProd and ONNX CumProd-26) -> Mul, Split, Concat, Reshape.
 
-Static axis length n — a blocked scan, O(n) Mul nodes on slices, about four passes over the
-tensor and 2·(b + B) nodes:
+Static axis length n — a blocked scan made of Split, Mul and Concat:
 
-1. view x as [O, B, b, I] (B blocks of b elements along the axis, n = B·b; when n has no
-   divisor near √n the axis is padded with ones to B·b and the pad sliced off at the end);
-   when the inner size I is small the view is transposed to [b, O, B, I] so that each slice
-   below is one contiguous chunk;
-2. within-block scan: Split along the b axis, a chain of b−1 Muls, Concat — every block at
-   once; the last link is each block's total;
-3. exclusive scan of the block totals along B (1/b of the data, same chain);
-4. multiply each block by its exclusive prefix (a broadcast Mul), transpose back, reshape.
+1. an axis of at most 32 elements (8 when the inner size I, the product of the dims after the
+   axis, is below 16) is one chain on x itself: Split into slices, y_k = y_{k-1}·x_k, Concat;
+2. longer axes: view x as [P, n, I], cut the axis into m blocks of b consecutive elements
+   ([P·m, b, I]), chain the b columns (every block at once; the last link is each block's
+   total), scan the m totals exclusively (the same construction, recursively) and multiply
+   each column by its block's prefix before the Concat. A tail that does not fill a block is
+   padded with ones and sliced off.
 
-Short axes (n ≤ 32) use one chain. `exclusive` and `reverse` only change which slice starts
-the chain and where the ones go, so they cost nothing.
+b is a divisor near √n when I ≥ 16 (slices are contiguous runs, so one level of wide blocks
+is cheapest), and 4 (or another small divisor) when I < 16: the columns are then strided, and
+ONNX Runtime's Split of a few strided columns is fast where that of 32 is 4x slower. This is
+why there is no Transpose: ORT's transpose optimizer pushes a Transpose into the Split and
+Concat around it, which turns them into exactly those slow strided copies. `exclusive` and
+`reverse` only change which slice starts each chain and where the ones go.
 
 Dynamic axis length — Hillis–Steele: 31 doubling steps y *= shift(y, 2^k), each shift written
 Pad(constant 1) → Slice, with the pad
@@ -40,10 +42,14 @@ SUPPORTED = {
     ir.DataType.INT32, ir.DataType.INT64, ir.DataType.UINT32, ir.DataType.UINT64,
     ir.DataType.INT8, ir.DataType.INT16, ir.DataType.UINT8, ir.DataType.UINT16,
 }
-#: Axes this short are scanned with a single chain.
+#: Axes this short are scanned with a single chain (slices of at least SMALL_INNER elements).
 FLAT_MAX = 32
-#: Inner chunk (elements) below which the view is transposed so slices are contiguous.
+#: Inner size (elements) below which slices along the axis are strided columns: the scan then
+#: splits RADIX columns at a time (ORT's Split of many narrow columns is slow) ...
 SMALL_INNER = 16
+RADIX = 4
+#: ... and chains at most CHAIN_MAX of them.
+CHAIN_MAX = 8
 #: Doubling steps of the dynamic-length scan: exact for every axis length < 2**DYN_STEPS.
 DYN_STEPS = 31
 
@@ -95,13 +101,12 @@ class CumProdLowering(Rule):
             note = f"dynamic axis length: {DYN_STEPS}-step doubling scan, exact for every length < 2^{DYN_STEPS}"
         else:
             y = scan_static(e, x, shape, axis, "Mul", exclusive, reverse, x.dtype)
-            B, b = block_size(n) if n > FLAT_MAX else (1, n)
-            note = f"axis length {n}: " + ("single chain" if B == 1 else f"blocked scan {B}x{b}")
+            note = f"axis length {n}: {scan_plan(shape, axis)}"
         return e.done([y], note)
 
 
 # --------------------------------------------------------------------------------------
-# The scans, shared with the segmented scans of the scatter lowering.
+# The scans (op is Mul here; Add works the same way).
 # --------------------------------------------------------------------------------------
 def _identity(op: str, dtype: ir.DataType):
     if op == "Mul":
@@ -145,7 +150,7 @@ def scan_static(e: Emitter, x: ir.Value, shape: list[int | None], axis: int, op:
     rank = len(shape)
     pre, post = shape[:axis], shape[axis + 1:]
     all_static = all(d is not None for d in shape)
-    O = int(np.prod(pre)) if all(d is not None for d in pre) else None
+    P = int(np.prod(pre)) if all(d is not None for d in pre) else None
     I = int(np.prod(post)) if all(d is not None for d in post) else None
     if n == 0 or (all_static and 0 in shape):
         return e.op("Identity", x, dtype=dtype)
@@ -154,62 +159,87 @@ def scan_static(e: Emitter, x: ir.Value, shape: list[int | None], axis: int, op:
             one = e.const(np.full([1] * rank, _identity(op, dtype), dtype=dtype.numpy()))
             return e.op("Expand", one, e.op("Shape", x), dtype=dtype)
         return e.op("Identity", x, dtype=dtype)
-
-    B, b = block_size(n) if n > FLAT_MAX else (1, n)
-    padded = B * b
-    transpose = I is not None and I < SMALL_INNER and (O is None or O > 1 or B > 1)
-    # view: [O, B, b, I] (O, I as -1/0 where symbolic)
-    if all_static:
-        view = [O, B, b, I]
-    elif I is not None:
-        view = [-1, B, b, I]
-    elif O is not None:
-        view = [O, B, b, -1]
-    else:
+    small_inner = I is not None and I < SMALL_INNER
+    if n <= (CHAIN_MAX if small_inner else FLAT_MAX):
+        # one chain on x itself: no view, so a graph input is not copied
+        piece = ([1 if k == axis else d for k, d in enumerate(shape)] if all_static
+                 else _dyn_piece_shape(e, x, axis) if exclusive else None)
+        return chain(e, x, n, axis, op, exclusive, reverse, dtype, piece)[0]
+    if P is None and I is None:
         return scan_dynamic(e, x, axis, rank, op, exclusive, reverse, dtype)
-    xin = x
-    if padded != n:
-        pads = [0] * (2 * rank)
-        pads[axis + (0 if reverse else rank)] = padded - n
-        xin = e.pad(x, pads, e.const(np.asarray(_identity(op, dtype), dtype=dtype.numpy())))
-    xv = e.reshape(xin, view)
-    if transpose:
-        xv = e.op("Transpose", xv, perm=[2, 0, 1, 3], dtype=dtype)
-        chain_ax, block_ax = 0, 2
-        piece = [1, O, B, I] if all_static else None
-        tot_piece = [1, O, 1, I] if all_static else None
-    else:
-        chain_ax, block_ax = 2, 1
-        piece = [O, B, 1, I] if all_static else None
-        tot_piece = [O, 1, 1, I] if all_static else None
-    if not all_static and exclusive:
-        # ones for the exclusive chain need the runtime shape of a slice
-        piece = _dyn_piece_shape(e, xv, chain_ax)
-    within, totals = chain(e, xv, b, chain_ax, op, exclusive, reverse, dtype, piece)
-    if B > 1:
-        if not all_static:
-            tot_piece = _dyn_piece_shape(e, totals, block_ax)
-        prefix, _ = chain(e, totals, B, block_ax, op, True, reverse, dtype, tot_piece)
-        yv = e.op(op, within, prefix, dtype=dtype)
-    else:
-        yv = within
-    if transpose:
-        yv = e.op("Transpose", yv, perm=[1, 2, 0, 3], dtype=dtype)
-    if padded != n:
-        full = list(shape)
-        full[axis] = padded
-        yv = e.reshape(yv, [d if d is not None else 0 for d in full]) if _zero_ok(full) else e.reshape(yv, e.op("Shape", xin))
-        start = padded - n if reverse else 0
-        return e.slice(yv, [start], [start + n], [axis])
-    if all_static:
-        return e.reshape(yv, list(shape))
-    return e.reshape(yv, e.op("Shape", x))
+    y = radix_scan(e, e.reshape(x, [_dim(P), n, _dim(I)]), P, n, I, op, exclusive, reverse, dtype, small_inner)
+    return e.reshape(y, list(shape) if all_static else e.op("Shape", x))
 
 
-def _zero_ok(shape: list[int | None]) -> bool:
-    # Reshape's 0 copies the input dim at the same position: only safe when every symbolic
-    # dim keeps its position, which is never true after the view; use it only when static.
-    return all(d is not None for d in shape)
+def radix_scan(e: Emitter, x: ir.Value, P: int | None, n: int, I: int | None, op: str, exclusive: bool, reverse: bool, dtype: ir.DataType, small_inner: bool) -> ir.Value:
+    """Scan along axis 1 of x, a [P, n, I] view (P or I None when symbolic, never both).
+
+    Cut the axis into m blocks of b consecutive elements and view them as [P·m, b, I]: one
+    chain over the b columns gives every block's inclusive scan and total; the m totals are
+    scanned (exclusive) the same way, recursively; each column is then combined with its
+    block's prefix and the columns concatenated back.
+    """
+    if n <= (CHAIN_MAX if small_inner else FLAT_MAX):
+        piece = [P, 1, I] if P is not None and I is not None else _dyn_piece_shape(e, x, 1) if exclusive else None
+        return chain(e, x, n, 1, op, exclusive, reverse, dtype, piece)[0]
+    b = radix(n) if small_inner else block_size(n)[1]
+    m = -(-n // b)
+    if m * b != n:  # pad with the identity: at the end, or at the start of a reverse scan
+        pad = m * b - n
+        x = e.pad(x, [0, pad, 0, 0, 0, 0] if reverse else [0, 0, 0, 0, pad, 0], e.scalar(_identity(op, dtype), dtype))
+    rows = P * m if P is not None else -1
+    cols = e.split(e.reshape(x, [rows, b, _dim(I)]), [1] * b, 1)
+    order = list(range(b - 1, -1, -1)) if reverse else list(range(b))
+    within: dict[int, ir.Value] = {}
+    prev = None
+    for k in order:
+        prev = cols[k] if prev is None else e.op(op, prev, cols[k], dtype=dtype)
+        within[k] = prev
+    prefix = radix_scan(e, e.reshape(prev, [_dim(P), m, _dim(I)]), P, m, I, op, True, reverse, dtype, small_inner)
+    prefix = e.reshape(prefix, [rows, 1, _dim(I)])
+    parts = {}
+    for i, k in enumerate(order):
+        if not exclusive:
+            parts[k] = e.op(op, prefix, within[k], dtype=dtype)
+        else:
+            parts[k] = prefix if i == 0 else e.op(op, prefix, within[order[i - 1]], dtype=dtype)
+    y = e.reshape(e.op("Concat", *[parts[k] for k in range(b)], axis=1, dtype=dtype), [_dim(P), m * b, _dim(I)])
+    if m * b != n:
+        start = m * b - n if reverse else 0
+        y = e.slice(y, [start], [start + n], [1])
+    return y
+
+
+def scan_plan(shape: list[int | None], axis: int) -> str:
+    """What scan_static lays out for this axis, for the report: "single chain", or the block
+    sizes level by level ("blocks of 4, 4, 4, then a chain of 4")."""
+    n = shape[axis]
+    post = shape[axis + 1:]
+    I = int(np.prod(post)) if all(d is not None for d in post) else None
+    small_inner = I is not None and I < SMALL_INNER
+    if None in shape[:axis] and I is None:
+        return f"{DYN_STEPS}-step doubling scan (outer and inner dims symbolic)"
+    levels = []
+    while n > (CHAIN_MAX if small_inner else FLAT_MAX):
+        b = radix(n) if small_inner else block_size(n)[1]
+        levels.append(b)
+        n = -(-n // b)
+    if not levels:
+        return "single chain"
+    return f"blocks of {', '.join(map(str, levels))}, then a chain of {n}"
+
+
+def radix(n: int) -> int:
+    """Columns per block on a small-inner axis: RADIX, else another small divisor of n, else
+    RADIX with the axis padded."""
+    for b in (RADIX, 3, 5, 6, 7, 8, 2):
+        if n % b == 0:
+            return b
+    return RADIX
+
+
+def _dim(d: int | None) -> int:
+    return -1 if d is None else d
 
 
 def _dyn_piece_shape(e: Emitter, t: ir.Value, ax: int) -> ir.Value:

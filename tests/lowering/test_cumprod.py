@@ -49,9 +49,12 @@ def sample(shape, dtype, rng):
     return rng.uniform(0.5, 1.5, shape).astype(dtype) * rng.choice([-1, 1], shape).astype(dtype)
 
 
-SHAPES = [  # (shape, axis): single chain, blocked (divisible / padded), transposed, symbolic dims
-    ([3, 5], 1), ([4, 7], 0), ([2, 40, 3], 1), ([2, 37, 20], -2), ([100], 0), ([3, 64], -1),
-    ([1, 1, 3, 4], 3), (["N", 50, 3], 1), ([2, "L"], 1), (["B", 33], -1), ([6, 1], 1), ([0, 4], 1),
+SHAPES = [  # (shape, axis): one chain; blocks near √n (inner size >= 16: divisible / padded);
+    # radix levels (inner size < 16: divisible by 4, by another small divisor, padded, several
+    # levels); symbolic dims (outer, inner, the axis itself); empty and length-1 axes
+    ([3, 5], 1), ([4, 7], 0), ([40, 16], 0), ([2, 37, 20], -2), ([2, 40, "K"], 1),
+    ([100], 0), ([3, 64], -1), ([2, 40, 3], 1), ([3, 35], 1), ([2, 37, 3], 1), ([5, 1009], 1),
+    ([1000], 0), ([1, 1, 3, 4], 3), (["N", 50, 3], 1), ([2, "L"], 1), (["B", 33], -1), ([6, 1], 1), ([0, 4], 1),
 ]
 
 
@@ -132,6 +135,17 @@ def test_seed_examples():
     for axis, exclusive, reverse, want in cases:
         (y,) = run_cpu(lowered([1, 1, 3, 4], axis, exclusive, reverse).model, {"x": x})
         np.testing.assert_array_equal(y[0, 0], np.array(want, np.float32))
+
+
+@pytest.mark.parametrize("shape,axis,plan", [
+    ([8, 1024, 1024], 0, "single chain"),
+    ([8, 1024, 1024], 1, "blocks of 32, then a chain of 32"),
+    ([8, 1024, 1024], 2, "blocks of 4, 4, 4, 4, then a chain of 4"),
+    ([5, 1009], 1, "blocks of 4, 4, 4, 4, then a chain of 4"),
+])
+def test_report_names_the_scan_laid_out(shape, axis, plan):
+    r = lowered(shape, axis, 0, 0)
+    assert r.report.nodes[0].note == f"axis length {shape[axis]}: {plan}"
 
 
 def test_block_size():
