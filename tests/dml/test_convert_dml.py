@@ -107,9 +107,9 @@ def _scatternd_max(name, dshape, rows, seed=2):
 def _models():
     """(name, original model, feeds, numpy reference): lane-friendly shapes (see the docstring)."""
     return [
-        _cumprod("cumprod_blocked", [3, 35], {"exclusive": 1}, 1),  # 5 blocks of 7, transposed view
+        _cumprod("cumprod_blocked", [3, 35], {"exclusive": 1}, 1),  # 7 blocks of 5 columns, then a chain of 7
         _cumprod("cumprod_chain_op13", [3, 5, 8], {"reverse": 1}, -1, opset=13),  # one chain
-        _cumprod("cumprod26_to_21", [3, 45], {}, 1, opset=26, onnx_op=True),  # opset 26 -> 21, 5 x 9
+        _cumprod("cumprod26_to_21", [3, 45], {}, 1, opset=26, onnx_op=True),  # opset 26 -> 21, blocks of 3, 3, chain of 5
         _scatter_elements("scatter_add_op17", [5, 7], [5, 3], "add", 17, unique=False),  # duplicates
         _scatter_elements("scatter_none_op18", [5, 7], [5, 3], "none", 18, unique=True),
         _scatter_elements("scatter_none_op18_6x8", [6, 8], [6, 5], "none", 18, unique=True),
@@ -144,7 +144,7 @@ def _emulator_cases():
                           "minimal repro: 5 chained float32 Relu on 15 elements, fused: the process segfaults at run", CRASH)
     _, m, feeds, _ = _cumprod("cumprod_blocked_4x40", [4, 40], {"exclusive": 1}, 1)
     out["cumprod_blocked_4x40"] = (Case("cumprod_blocked_4x40", convert(m, "dml").model, feeds, session_options=NO_FUSION),
-                                   "float32 Mul of [1, 4, 5, 1] slices (20 elements, a multiple of 4): DirectML's "
+                                   "float32 Mul of [40, 1, 1] columns (40 elements, a multiple of 4): DirectML's "
                                    "vectorized shader does not compile under the emulator (MLOperatorAuthorImpl.cpp(2412))",
                                    COMPILE_ERROR)
     xd = rng.normal(size=[3, 7])
