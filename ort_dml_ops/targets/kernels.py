@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from functools import lru_cache
+from functools import cached_property, lru_cache
 from pathlib import Path
 
 DATA_DIR = Path(__file__).resolve().parent / "data"
@@ -51,8 +51,9 @@ class KernelTable:
     by_op: dict  # (domain, op) -> list[Kernel]
     live: bool = False
 
-    @property
+    @cached_property
     def domains(self) -> frozenset:
+        # cached: asked once per node, and the table holds thousands of kernels
         return frozenset(d for d, _ in self.by_op)
 
     def kernels(self, op: str, domain: str) -> list:
