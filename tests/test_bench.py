@@ -13,7 +13,7 @@ from ort_dml_ops.cli import main
 
 def _bench(capsys, *extra):
     rc = main(["bench", "--sizes", "1000", "--dtypes", "float32", "--axes", "last", "--reps", "1",
-               "--nodes", "0", "--no-gpu", "--json", *extra])
+               "--nodes", "0", "--no-gpu", "--no-memory", "--json", *extra])
     out = capsys.readouterr().out
     assert rc == 0
     return json.loads(out)
@@ -74,3 +74,21 @@ def test_bench_gpu_part_runs_with_the_cpu_ep_standing_in(monkeypatch):
         assert row["lowered_gpu"] > 0 and row["left_native"] > 0
         assert set(row["placement_lowered"]) == {"CPUExecutionProvider"}
         assert "Mul" in row["placement_lowered"]["CPUExecutionProvider"] or "TopK" in row["placement_lowered"]["CPUExecutionProvider"]
+
+
+def test_memory_part_runs_each_variant_in_its_own_process():
+    """Structure and agreement only: the bound (<= 4x the inputs) is a benchmark verdict."""
+    from ort_dml_ops.bench.memory import available, run_memory
+    from ort_dml_ops.bench.report import verdicts
+
+    mem = run_memory(vocab=2_000, batch=2, reductions=("none", "add"))
+    if available():  # not Linux: the part says so instead of measuring
+        assert mem == {"status": "n/a", "reason": available()}
+        return
+    assert mem["status"] == "ok" and mem["input_bytes"] == 2 * 2_000 * (4 + 8 + 4)
+    for row in mem["rows"]:
+        assert row["outputs_agree"], row
+        for v in ("native", "lowered"):
+            assert row[v]["added_bytes"] >= 0 and row[v]["peak_bytes"] >= row[v]["rss_before_bytes"] > 0, row[v]
+    (v,) = [v for v in verdicts({"cases": [], "memory": mem}) if "nucleus" in v["target"]]
+    assert v["status"] in ("met", "missed") and v["worst"] == mem["rows"][0]["lowered/inputs"]

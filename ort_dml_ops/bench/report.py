@@ -10,6 +10,7 @@ TARGETS = (
     ("lowered ScatterElements reductions <= 3x native", "lowered", ("ScatterElements*",), 3.0),
 )
 TARGET_MIN_SIZE = 100_000
+MEMORY_LIMIT = 4.0
 
 
 def _matches(case: dict, ops) -> bool:
@@ -45,6 +46,16 @@ def verdicts(result: dict) -> list[dict]:
                         "worst": r, "status": "met" if r <= 2 else "missed"})
         out.append({"target": f"inspect < 2 s ({conv['nodes_in']} nodes)", "limit": 2.0, "worst": conv["inspect_s"],
                     "status": "met" if conv["inspect_s"] < 2 else "missed"})
+    mem = result.get("memory")
+    if mem:
+        label = f"lowered nucleus-sampling scatter: peak added by a run <= {MEMORY_LIMIT:g}x its input bytes"
+        none = next((r for r in mem.get("rows", []) if "[none]" in r["case"]), None)
+        if mem.get("status") != "ok" or none is None or "lowered/inputs" not in none:
+            out.append({"target": label, "status": "not measured", "reason": mem.get("reason", "")})
+        else:
+            r = none["lowered/inputs"]
+            out.append({"target": label, "limit": MEMORY_LIMIT, "worst": r, "worst_case": none["case"],
+                        "status": "met" if r <= MEMORY_LIMIT else "missed"})
     gpu = result.get("gpu") or {}
     if gpu.get("status") != "ok":
         out.append({"target": "GPU: lowered CumProd >= 10x the CPU-fallen model at >= 8M", "status": "not measured",
@@ -96,6 +107,18 @@ def table(result: dict) -> str:
     for r in result.get("cumprod_proto", []):
         lines.append(f"CumProd prototype {r['shape']} axis {r['axis']}: native {r['ms']['native']} ms, lowered "
                      f"{r['lowered/native']}x, prototype {r['proto/native']}x ({r['nodes']['proto']} nodes)")
+    mem = result.get("memory")
+    if mem:
+        if mem.get("status") != "ok":
+            lines.append(f"\nmemory: n/a ({mem.get('reason')})")
+        else:
+            lines.append(f"\npeak memory added by one run (inputs {mem['input_bytes'] / 1e6:.1f} MB, output "
+                         f"{mem['output_bytes'] / 1e6:.1f} MB):")
+            for r in mem["rows"]:
+                cells = [f"{v} {r[v]['added_bytes'] / 1e6:.1f} MB ({r[f'{v}/inputs']}x inputs)" if "added_bytes" in r[v]
+                         else f"{v} error: {r[v].get('error')}" for v in ("native", "lowered")]
+                lines.append(f"  {r['case']}: " + ", ".join(cells)
+                             + ("" if r.get("outputs_agree", True) else " (outputs differ!)"))
     gpu = result.get("gpu")
     if gpu:
         if gpu.get("status") != "ok":

@@ -31,6 +31,7 @@ class Config:
     convert_strategy: str = "auto"
     gpu: bool = True
     proto: bool = False  # also measure the prototype CumProd construction (bench/cumprod_proto.py)
+    memory: bool = True  # peak memory of the lowered nucleus-sampling scatter (bench/memory.py)
     gpu_sizes: tuple = QUICK["gpu_sizes"]
     mode: str = "quick"
 
@@ -95,6 +96,10 @@ def run(config: Config, progress=None) -> dict:
 
         shapes = [(models.shape_for(s), 0) for s in config.sizes if s >= 100_000] + [([8, 1024, 1024], 1)]
         result["cumprod_proto"] = run_proto(shapes, reps=max(config.reps, 3))
+    if config.memory:
+        from .memory import run_memory
+
+        result["memory"] = run_memory()
     if config.nodes:
         from .convert_cost import run_convert_cost
 

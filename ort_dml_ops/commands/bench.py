@@ -51,6 +51,8 @@ def add_parser(subparsers) -> None:
     p.add_argument("--budget", type=float, help="seconds per case the rounds are cut to (at least 3 rounds)")
     p.add_argument("--nodes", type=int, help="node count of the convert/inspect model (0 skips that part)")
     p.add_argument("--no-gpu", action="store_true", help="skip the GPU part even where a GPU EP is present")
+    p.add_argument("--no-memory", action="store_true",
+                   help="skip the peak-memory part (lowered nucleus-sampling scatter, 50,000-entry vocabulary)")
     p.add_argument("--proto", action="store_true",
                    help="also time the prototype CumProd construction (ort_dml_ops/bench/cumprod_proto.py)")
     p.add_argument("--json", action="store_true", help="print the whole record as JSON instead of the table")
@@ -98,6 +100,7 @@ def run(args) -> int:
     if args.sizes and min(args.sizes) < 10:
         raise UserError("--sizes must be at least 10 elements")
     config.gpu = not args.no_gpu
+    config.memory = not args.no_memory
     config.proto = args.proto
     if args.from_json:
         try:

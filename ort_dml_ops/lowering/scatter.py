@@ -173,8 +173,24 @@ def _i32(e: Emitter, v) -> ir.Value:
 
 
 def _iota(e: Emitter, n: int) -> ir.Value:
-    """int32 [0, 1, …, n-1] computed at run time (Range), not an n-element initializer."""
+    """int32 [0, 1, …, n-1] (a Range of constants: ONNX Runtime folds it into one initializer,
+    so the DML EP never sees a Range with inputs it would want on the CPU)."""
     return e.op("Range", _i32(e, 0), _i32(e, n), _i32(e, 1))
+
+
+def _run_time_zero(e: Emitter, pos: ir.Value) -> ir.Value:
+    """An int32 scalar 0 that depends on the graph's data (pos[0] == pos[0] is always true).
+
+    Added to the shift of every scan step (iota − s becomes iota − (s + 0)) so that ONNX
+    Runtime's constant folding cannot turn each step's shifted indices into an initializer of
+    its own: it did, and held ⌈log2 K⌉ K-element constants per scatter in memory (1 GB for a
+    float max scatter of 1.6 M updates)."""
+    p0 = e.reshape(e.slice(pos, [0], [1], [0]), [])
+    return e.op("Where", e.op("Equal", p0, p0), _i32(e, 0), _i32(e, 1))
+
+
+def _i32_run_time(e: Emitter, v: int, zero: ir.Value) -> ir.Value:
+    return e.op("Add", _i32(e, v), zero)
 
 
 def _pick(e: Emitter, t: ir.Value, other: ir.Value, take_other: ir.Value, iota: ir.Value, n: int) -> ir.Value:
@@ -185,7 +201,7 @@ def _pick(e: Emitter, t: ir.Value, other: ir.Value, take_other: ir.Value, iota: 
 
 
 def _segmented_scan(e: Emitter, spos: ir.Value, v: ir.Value, n: int, op: str, identity: ir.Value,
-                    iota: ir.Value, reverse: bool = False) -> ir.Value:
+                    iota: ir.Value, zero: ir.Value, reverse: bool = False) -> ir.Value:
     """Log-depth (Hillis–Steele) inclusive scan of `v` with `op` within runs of equal `spos`.
 
     Forward: the last element of a run holds op(v[first], …, v[last]) folded left to right
@@ -199,12 +215,13 @@ def _segmented_scan(e: Emitter, spos: ir.Value, v: ir.Value, n: int, op: str, id
     while s < n:
         other_p = _shift(e, spos, s, n, minus1, forward=not reverse)
         same = e.op("Equal", spos, other_p)
-        j = e.op("Add", iota, _i32(e, s)) if reverse else e.op("Sub", iota, _i32(e, s))
+        shift = _i32_run_time(e, s, zero)
+        j = e.op("Add", iota, shift) if reverse else e.op("Sub", iota, shift)
         idx = e.op("Where", same, j, ext_at)
         other = e.op("Gather", e.op("Concat", v, identity, axis=0), idx, axis=0)
         earlier, later = (v, other) if reverse else (other, v)
         if op in _KEEP:  # the earlier value only if strictly greater / smaller, else the later
-            v = _select(e, e.op(_KEEP[op], earlier, later), earlier, later, iota, n)
+            v = _select(e, e.op(_KEEP[op], earlier, later), earlier, later, iota, n, zero)
         else:
             v = e.op(op, earlier, later)
         s *= 2
@@ -217,14 +234,14 @@ def _segmented_scan(e: Emitter, spos: ir.Value, v: ir.Value, n: int, op: str, id
 _KEEP = {"keep-greater": "Greater", "keep-less": "Less"}
 
 
-def _select(e: Emitter, cond: ir.Value, a: ir.Value, b: ir.Value, iota: ir.Value, n: int) -> ir.Value:
+def _select(e: Emitter, cond: ir.Value, a: ir.Value, b: ir.Value, iota: ir.Value, n: int, zero: ir.Value) -> ir.Value:
     """Where(cond, a, b) for 1-D a, b of n elements, as a Gather (copies bits, -0.0 included)."""
-    idx = e.op("Where", cond, e.op("Add", iota, _i32(e, n)), iota)
+    idx = e.op("Where", cond, e.op("Add", iota, _i32_run_time(e, n, zero)), iota)
     return e.op("Gather", e.op("Concat", b, a, axis=0), idx, axis=0)
 
 
 def _max_min_sequential(e: Emitter, flat: ir.Value, spos: ir.Value, svals: ir.Value, K: int, red: str,
-                        dt: ir.DataType) -> ir.Value:
+                        dt: ir.DataType, zero: ir.Value) -> ir.Value:
     """Per sorted update k: ONNX Runtime's sequential max/min of the data item and the updates
     of k's run up to k (exact at each run's last element, which is all the caller reads).
 
@@ -249,9 +266,9 @@ def _max_min_sequential(e: Emitter, flat: ir.Value, spos: ir.Value, svals: ir.Va
     seq_p = e.reshape(e.op("Concat", e.reshape(spos, [K, 1]), e.reshape(spos, [K, 1]), axis=1), [n])
     iota_n = _iota(e, n)
     nan_after = _segmented_scan(e, seq_p, e.op("IsNaN", seq), n, "Or", e.const(np.zeros(1, dtype=bool)),
-                                iota_n, reverse=True)
+                                iota_n, zero, reverse=True)
     kept = _pick(e, seq, neutral, nan_after, iota_n, n)
-    best = _segmented_scan(e, seq_p, kept, n, "keep-greater" if red == "max" else "keep-less", neutral, iota_n)
+    best = _segmented_scan(e, seq_p, kept, n, "keep-greater" if red == "max" else "keep-less", neutral, iota_n, zero)
     at_update = e.reshape(e.slice(e.reshape(best, [K, 2]), [1], [2], [1]), [K])
     nan = e.const(np.asarray([np.nan], dtype=dt.numpy()))
     return _pick(e, at_update, nan, e.op("IsNaN", svals), iota_k, K)
@@ -287,10 +304,11 @@ def scatter_flat(e: Emitter, flat: ir.Value, pos: ir.Value, vals: ir.Value, K: i
         spos = e.op("Gather", pos, perm, axis=0)
         svals = e.op("Gather", vals, perm, axis=0)
         op = REDUCE_OPS[red]
+        zero = _run_time_zero(e, pos)
         if red in ("max", "min") and dt in _FLOATS:
-            result = _max_min_sequential(e, flat, spos, svals, K, red, dt)
+            result = _max_min_sequential(e, flat, spos, svals, K, red, dt, zero)
         else:
-            scanned = _segmented_scan(e, spos, svals, K, op, e.const(_identity(red, dt)), _iota(e, K))
+            scanned = _segmented_scan(e, spos, svals, K, op, e.const(_identity(red, dt)), _iota(e, K), zero)
             result = e.op(op, e.op("Gather", flat, spos, axis=0), scanned)
         next_p = _shift(e, spos, 1, K, e.i64(-1), forward=False)
         is_last = e.op("Not", e.op("Equal", spos, next_p))
