@@ -160,7 +160,7 @@ def scan_static(e: Emitter, x: ir.Value, shape: list[int | None], axis: int, op:
             return e.op("Expand", one, e.op("Shape", x), dtype=dtype)
         return e.op("Identity", x, dtype=dtype)
     small_inner = I is not None and I < SMALL_INNER
-    if n <= (CHAIN_MAX if small_inner else FLAT_MAX):
+    if n <= _chain_max(small_inner):
         # one chain on x itself: no view, so a graph input is not copied
         piece = ([1 if k == axis else d for k, d in enumerate(shape)] if all_static
                  else _dyn_piece_shape(e, x, axis) if exclusive else None)
@@ -179,10 +179,10 @@ def radix_scan(e: Emitter, x: ir.Value, P: int | None, n: int, I: int | None, op
     scanned (exclusive) the same way, recursively; each column is then combined with its
     block's prefix and the columns concatenated back.
     """
-    if n <= (CHAIN_MAX if small_inner else FLAT_MAX):
+    if n <= _chain_max(small_inner):
         piece = [P, 1, I] if P is not None and I is not None else _dyn_piece_shape(e, x, 1) if exclusive else None
         return chain(e, x, n, 1, op, exclusive, reverse, dtype, piece)[0]
-    b = radix(n) if small_inner else block_size(n)[1]
+    b = _block(n, small_inner)
     m = -(-n // b)
     if m * b != n:  # pad with the identity: at the end, or at the start of a reverse scan
         pad = m * b - n
@@ -220,13 +220,22 @@ def scan_plan(shape: list[int | None], axis: int) -> str:
     if None in shape[:axis] and I is None:
         return f"{DYN_STEPS}-step doubling scan (outer and inner dims symbolic)"
     levels = []
-    while n > (CHAIN_MAX if small_inner else FLAT_MAX):
-        b = radix(n) if small_inner else block_size(n)[1]
+    while n > _chain_max(small_inner):
+        b = _block(n, small_inner)
         levels.append(b)
         n = -(-n // b)
     if not levels:
         return "single chain"
     return f"blocks of {', '.join(map(str, levels))}, then a chain of {n}"
+
+
+def _chain_max(small_inner: bool) -> int:
+    return CHAIN_MAX if small_inner else FLAT_MAX
+
+
+def _block(n: int, small_inner: bool) -> int:
+    """Elements per block: a few strided columns, or about √n contiguous slices."""
+    return radix(n) if small_inner else block_size(n)[1]
 
 
 def radix(n: int) -> int:
