@@ -123,16 +123,22 @@ def _ones_like_piece(e: Emitter, dtype: ir.DataType, piece_shape: list[int] | ir
     return e.op("Expand", one, piece_shape, dtype=dtype)
 
 
+def _links(e: Emitter, pieces: list[ir.Value], order: list[int], op: str, dtype: ir.DataType) -> dict[int, ir.Value]:
+    """The inclusive chain over `pieces` taken in `order`: {k: op of the pieces up to k}."""
+    out: dict[int, ir.Value] = {}
+    prev = None
+    for k in order:
+        prev = pieces[k] if prev is None else e.op(op, prev, pieces[k], dtype=dtype)
+        out[k] = prev
+    return out
+
+
 def chain(e: Emitter, x: ir.Value, n: int, ax: int, op: str, exclusive: bool, reverse: bool, dtype: ir.DataType, piece_shape: list[int] | None):
     """Sequential scan of n slices along `ax`: (scanned tensor, inclusive total slice)."""
     pieces = e.split(x, [1] * n, ax) if n > 1 else [x]
     order = list(range(n - 1, -1, -1)) if reverse else list(range(n))
-    inc: dict[int, ir.Value] = {}
-    prev = None
-    for k in order:
-        prev = pieces[k] if prev is None else e.op(op, prev, pieces[k], dtype=dtype)
-        inc[k] = prev
-    total = prev
+    inc = _links(e, pieces, order, op, dtype)
+    total = inc[order[-1]]
     if exclusive:
         out = {order[0]: _ones_like_piece(e, dtype, piece_shape, op)}
         for i in range(1, n):
@@ -190,12 +196,9 @@ def radix_scan(e: Emitter, x: ir.Value, P: int | None, n: int, I: int | None, op
     rows = P * m if P is not None else -1
     cols = e.split(e.reshape(x, [rows, b, _dim(I)]), [1] * b, 1)
     order = list(range(b - 1, -1, -1)) if reverse else list(range(b))
-    within: dict[int, ir.Value] = {}
-    prev = None
-    for k in order:
-        prev = cols[k] if prev is None else e.op(op, prev, cols[k], dtype=dtype)
-        within[k] = prev
-    prefix = radix_scan(e, e.reshape(prev, [_dim(P), m, _dim(I)]), P, m, I, op, True, reverse, dtype, small_inner)
+    within = _links(e, cols, order, op, dtype)
+    totals = within[order[-1]]
+    prefix = radix_scan(e, e.reshape(totals, [_dim(P), m, _dim(I)]), P, m, I, op, True, reverse, dtype, small_inner)
     prefix = e.reshape(prefix, [rows, 1, _dim(I)])
     parts = {}
     for i, k in enumerate(order):
