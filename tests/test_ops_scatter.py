@@ -136,3 +136,18 @@ def test_bad_arguments_name_the_problem(kwargs, message):
     args.update(kwargs)
     with pytest.raises((ValueError, TypeError), match=message):
         scatter_elements(**args)
+
+
+@pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64, ml_dtypes.bfloat16])
+@pytest.mark.parametrize("reduction,data_value", [("max", -10.0), ("min", 10.0)])
+@pytest.mark.parametrize("zeros", [(-0.0, 0.0), (0.0, -0.0), (-0.0, -0.0, 0.0), (0.0,)])
+def test_signed_zero_ties_go_to_the_later_update_like_onnx_runtime(dtype, reduction, data_value, zeros):
+    """ORT keeps the current value only if strictly greater (smaller): between +0.0 and -0.0 the
+    later item wins. np.maximum kept the earlier one for float16 (found by the property test:
+    data -10.086, updates -0.0 then +0.0 gave -0.0 where ORT gives +0.0)."""
+    data = np.array([data_value, 1.0], dtype=dtype)
+    updates = np.array(zeros, dtype=dtype)
+    indices = np.zeros(len(zeros), np.int64)
+    got = scatter_elements(data, indices, updates, 0, reduction)
+    assert_same(got, expected(data, indices, updates, 0, reduction))
+    assert np.signbit(got[0]) == np.signbit(np.float64(zeros[-1]))

@@ -557,6 +557,7 @@ def scatter_shapes(draw):
 
 
 @cases("scatter_three")
+@example(kind=("float16", "max"), shp=((22, 194), (14, 109), 0), seed=1, pattern="uniform", specials=True)
 @given(kind=scatter_kind(), shp=scatter_shapes(), seed=st.integers(0, 2**32 - 1),
        pattern=st.sampled_from(PATTERNS), specials=st.booleans())
 def test_scatter_native_fallback_reference(kind, shp, seed, pattern, specials):

@@ -96,20 +96,39 @@ def _flat_targets(indices: np.ndarray, shape: tuple, axis: int) -> np.ndarray:
 
 
 def _max_min_at(flat: np.ndarray, targets: np.ndarray, values: np.ndarray, ufunc) -> None:
-    has_nan = flat.dtype.kind == "f" or flat.dtype.name == "bfloat16"
-    if not has_nan or not (np.isnan(values).any() or np.isnan(flat[targets]).any()):
+    is_float = flat.dtype.kind == "f" or flat.dtype.name == "bfloat16"
+    if not is_float:
         ufunc.at(flat, targets, values)
         return
-    # A NaN (in data or an update) is replaced by whatever comes next at its position; so only
-    # the updates after a position's last NaN count, and a position whose last item is NaN is NaN.
-    order = np.arange(targets.size)
-    last_nan = np.where(np.isnan(flat), -1, -2)  # -1: data itself is NaN; -2: no NaN yet
-    is_nan = np.isnan(values)
-    np.maximum.at(last_nan, targets[is_nan], order[is_nan])
-    counts = order > last_nan[targets]
-    restart = np.unique(targets[last_nan[targets] >= -1])
-    has_valid = np.zeros(flat.size, bool)
-    has_valid[targets[counts]] = True
-    start = -np.inf if ufunc is np.maximum else np.inf
-    flat[restart] = np.where(has_valid[restart], start, np.nan).astype(flat.dtype)
-    ufunc.at(flat, targets[counts], values[counts])
+    if np.isnan(values).any() or np.isnan(flat[targets]).any():
+        # A NaN (in data or an update) is replaced by whatever comes next at its position; so
+        # only the updates after a position's last NaN count, and a position whose last item is
+        # NaN is NaN.
+        order = np.arange(targets.size)
+        last_nan = np.where(np.isnan(flat), -1, -2)  # -1: data itself is NaN; -2: no NaN yet
+        is_nan = np.isnan(values)
+        np.maximum.at(last_nan, targets[is_nan], order[is_nan])
+        counts = order > last_nan[targets]
+        restart = np.unique(targets[last_nan[targets] >= -1])
+        has_valid = np.zeros(flat.size, bool)
+        has_valid[targets[counts]] = True
+        start = -np.inf if ufunc is np.maximum else np.inf
+        flat[restart] = np.where(has_valid[restart], start, np.nan).astype(flat.dtype)
+        targets, values = targets[counts], values[counts]
+    ufunc.at(flat, targets, values)
+    _zero_ties_go_to_the_later(flat, targets, values)
+
+
+def _zero_ties_go_to_the_later(flat: np.ndarray, targets: np.ndarray, values: np.ndarray) -> None:
+    """+0.0 and -0.0 compare equal, and ORT keeps the current value only when it is strictly
+    greater (smaller), so where the result is a zero it is the last zero item at that position.
+    np.maximum / np.minimum may return either zero (it depends on the dtype's SIMD path:
+    float16 kept the earlier one where ORT takes the later, found by the property test)."""
+    zero = values == 0
+    if not zero.any():
+        return
+    t, v = targets[zero][::-1], values[zero][::-1]
+    _, first = np.unique(t, return_index=True)  # first in reversed order = last in order
+    t, v = t[first], v[first]
+    won = flat[t] == 0
+    flat[t[won]] = v[won]
