@@ -10,7 +10,6 @@ TARGETS = (
     ("lowered ScatterElements reductions <= 3x native", "lowered", ("ScatterElements*",), 3.0),
 )
 TARGET_MIN_SIZE = 100_000
-MEMORY_LIMIT = 4.0
 
 
 def _matches(case: dict, ops) -> bool:
@@ -48,14 +47,16 @@ def verdicts(result: dict) -> list[dict]:
                     "status": "met" if conv["inspect_s"] < 2 else "missed"})
     mem = result.get("memory")
     if mem:
-        label = f"lowered nucleus-sampling scatter: peak added by a run <= {MEMORY_LIMIT:g}x its input bytes"
+        from .memory import LIMIT
+
+        label = f"lowered nucleus-sampling scatter: peak added by a run <= {LIMIT:g}x its input bytes"
         none = next((r for r in mem.get("rows", []) if "[none]" in r["case"]), None)
         if mem.get("status") != "ok" or none is None or "lowered/inputs" not in none:
             out.append({"target": label, "status": "not measured", "reason": mem.get("reason", "")})
         else:
             r = none["lowered/inputs"]
-            out.append({"target": label, "limit": MEMORY_LIMIT, "worst": r, "worst_case": none["case"],
-                        "status": "met" if r <= MEMORY_LIMIT else "missed"})
+            out.append({"target": label, "limit": LIMIT, "worst": r, "worst_case": none["case"],
+                        "status": "met" if r <= LIMIT else "missed"})
     gpu = result.get("gpu") or {}
     if gpu.get("status") != "ok":
         out.append({"target": "GPU: lowered CumProd >= 10x the CPU-fallen model at >= 8M", "status": "not measured",
