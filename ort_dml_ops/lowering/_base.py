@@ -31,7 +31,8 @@ class RewriteContext:
     opset: int  # ai.onnx opset of the graph (or function) holding the node
     target: str = "dml"
     names: set[str] = dataclasses.field(default_factory=set)  # every node and value name in use
-    check_indices: bool = False
+    #: lowered scatters fail at run time on an out-of-range index (as ORT's kernel does)
+    check_indices: bool = True
     #: per (domain, op_type, version): does the target EP run it natively (set by conversion)
     options: dict[str, Any] = dataclasses.field(default_factory=dict)
     graph: Any = None  # the ir.Graph / ir.Function the node lives in (initializers go there)
@@ -192,6 +193,11 @@ class Emitter:
         if self.opset >= 13:
             return self.op("Unsqueeze", x, self.i64(list(axes)))
         return self.op("Unsqueeze", x, axes=list(axes))
+
+    def squeeze(self, x: ir.Value, axes: Sequence[int]) -> ir.Value:
+        if self.opset >= 13:
+            return self.op("Squeeze", x, self.i64(list(axes)))
+        return self.op("Squeeze", x, axes=list(axes))
 
     def reshape(self, x: ir.Value, shape: Sequence[int] | ir.Value) -> ir.Value:
         s = shape if isinstance(shape, ir.Value) else self.i64(list(shape))

@@ -223,3 +223,121 @@ def _bits_equal(actual, expected):
     assert actual.dtype == expected.dtype and actual.shape == expected.shape
     same = (actual == expected) & (np.signbit(actual) == np.signbit(expected)) | (np.isnan(actual) & np.isnan(expected))
     assert same.all(), f"{actual} != {expected}"
+
+
+# -- symbolic and data-dependent shapes (the shapes torch.onnx exports) ----------------------
+
+
+def _sym(prefix, rank):
+    return [f"{prefix}{k}" for k in range(rank)]
+
+
+@pytest.mark.parametrize("reduction", ["none", "add", "mul", "max", "min"])
+@pytest.mark.parametrize("dtype", [np.float32, np.int64])
+@pytest.mark.parametrize("dshape,ishape,axis", [((7, 5), (40, 5), 0), ((4, 6, 3), (4, 9, 3), 1), ((3, 4), (3, 2), -1)])
+def test_symbolic_shapes_one_model_many_sizes(reduction, dtype, dshape, ishape, axis):
+    """Every dim symbolic: ONE converted model runs at several run-time sizes (K from 0 to
+    hundreds, runs longer than a scan block) and equals ORT's kernel on the original."""
+    rank = len(dshape)
+    m = single_op("ScatterElements", [("data", dtype, _sym("d", rank)), ("indices", np.int64, _sym("i", rank)),
+                                      ("updates", dtype, _sym("i", rank))],
+                  {"axis": axis, "reduction": reduction}, opset=18, out_shape=_sym("d", rank))
+    low = lowered(m).model
+    rng = np.random.default_rng(len(dshape) * 7 + axis)
+    ax = axis % rank
+    for scale in (1, 3, 0):
+        ish = list(ishape)
+        ish[ax] = ishape[ax] * scale
+        data = rng.integers(-5, 6, dshape).astype(dtype)
+        updates = rng.integers(-3, 4, ish).astype(dtype)
+        if reduction == "none":  # unique per line: the result is then defined
+            if ish[ax] > dshape[ax]:
+                continue
+            lines = [rng.permutation(dshape[ax])[:ish[ax]] for _ in range(int(np.prod(ish)) // max(ish[ax], 1))]
+            flat = np.stack(lines, -1) if lines else np.zeros((ish[ax], 0), np.int64)
+            other = [s for k, s in enumerate(ish) if k != ax]
+            indices = np.moveaxis(flat.reshape([ish[ax]] + other), 0, ax).astype(np.int64)
+        else:
+            indices = rng.integers(-dshape[ax], dshape[ax], ish).astype(np.int64)
+        feeds = {"data": data, "indices": indices, "updates": updates}
+        (want,) = run_cpu(m, feeds)
+        (y,) = run_cpu(low, feeds)
+        np.testing.assert_array_equal(y, want)
+
+
+@pytest.mark.parametrize("reduction", ["add", "max"])
+def test_data_dependent_update_count(reduction):
+    """K comes from NonZero (as masks and self-loop removal export): the update count is only
+    known at run time, even with static input shapes."""
+    from onnx import TensorProto, helper
+
+    nodes = [
+        helper.make_node("NonZero", ["mask"], ["nz"]),
+        helper.make_node("Reshape", ["nz", "minus1"], ["where"]),
+        helper.make_node("Gather", ["target"], ["idx"], axis=0) if False else
+        helper.make_node("Gather", ["target", "where"], ["idx"], axis=0),
+        helper.make_node("Gather", ["src", "where"], ["upd"], axis=0),
+        helper.make_node("ScatterElements", ["data", "idx", "upd"], ["y"], axis=0, reduction=reduction, name="scat"),
+    ]
+    g = helper.make_graph(
+        nodes, "g",
+        [helper.make_tensor_value_info("data", TensorProto.FLOAT, [6]),
+         helper.make_tensor_value_info("mask", TensorProto.BOOL, [50]),
+         helper.make_tensor_value_info("target", TensorProto.INT64, [50]),
+         helper.make_tensor_value_info("src", TensorProto.FLOAT, [50])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [6])],
+        [onnx.numpy_helper.from_array(np.array([-1], np.int64), "minus1")])
+    m = onnx.helper.make_model(g, opset_imports=[onnx.helper.make_opsetid("", 18)], ir_version=10)
+    low = lowered(m).model
+    rng = np.random.default_rng(5)
+    for p in (0.0, 0.3, 1.0):
+        feeds = {"data": rng.normal(size=6).astype(np.float32), "mask": rng.random(50) < p,
+                 "target": rng.integers(-6, 6, 50).astype(np.int64), "src": rng.normal(size=50).astype(np.float32)}
+        (want,) = run_cpu(m, feeds)
+        (y,) = run_cpu(low, feeds)
+        np.testing.assert_allclose(y, want, rtol=1e-6, atol=1e-6)
+
+
+@pytest.mark.parametrize("reduction", ["none", "add", "min"])
+def test_scatter_nd_symbolic(reduction):
+    m = single_op("ScatterND", [("data", np.float32, ["a", "b", "c"]), ("indices", np.int64, ["t", 2]),
+                                ("updates", np.float32, ["t", "c"])],
+                  {"reduction": reduction}, opset=18, out_shape=["a", "b", "c"])
+    low = lowered(m).model
+    rng = np.random.default_rng(11)
+    for t in (1, 5, 30):
+        data = rng.normal(size=(4, 3, 6)).astype(np.float32)
+        if reduction == "none":
+            flat = rng.permutation(12)[:min(t, 12)]
+            indices = np.stack([flat // 3, flat % 3], -1).astype(np.int64)
+        else:
+            indices = np.stack([rng.integers(-4, 4, t), rng.integers(-3, 3, t)], -1).astype(np.int64)
+        updates = rng.normal(size=(len(indices), 6)).astype(np.float32)
+        feeds = {"data": data, "indices": indices, "updates": updates}
+        (want,) = run_cpu(m, feeds)
+        (y,) = run_cpu(low, feeds)
+        np.testing.assert_allclose(y, want, rtol=1e-6, atol=1e-6)
+
+
+@pytest.mark.parametrize("axis", [0, 1])
+@pytest.mark.parametrize("bad", [3, 7, -4, -6])  # beyond either end, and in [-2n, -n-1]
+def test_guard_is_on_by_default_and_fails_the_run(axis, bad):
+    """An out-of-range index fails the run (ORT's kernel does too), on every axis, whatever the
+    CPU EP's Gather would do on its own; --no-check-indices drops the guard (and says so)."""
+    m = elements_model([3, 3], [2, 3], axis, "add", np.float32)
+    feeds = {"data": np.zeros((3, 3), np.float32), "indices": np.zeros((2, 3), np.int64),
+             "updates": np.ones((2, 3), np.float32)}
+    with pytest.raises(Exception, match="out of|bounds"):
+        run_cpu(m, {**feeds, "indices": np.full((2, 3), bad, np.int64)})  # ORT's own kernel refuses
+    r = lowered(m)
+    assert "run-time guard" in r.report.nodes[0].note
+    (y,) = run_cpu(r.model, feeds)
+    (want,) = run_cpu(m, feeds)
+    np.testing.assert_array_equal(y, want)
+    feeds["indices"] = np.zeros((2, 3), np.int64)
+    feeds["indices"][1, 2] = bad
+    with pytest.raises(Exception, match="IndexOrSizeOutOfRange|out of"):
+        run_cpu(r.model, feeds)
+    off = convert(m, "dml", strategy="lower", check_indices=False)
+    assert not {t for _, t in op_types(off.model)} & {"ReduceMin", "ReduceMax"}
+    assert "not checked" in off.report.nodes[0].note

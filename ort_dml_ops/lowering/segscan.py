@@ -1,0 +1,162 @@
+"""Segmented inclusive scan of a 1-D tensor in few full-size passes, for any run-time length.
+
+Input: `keys` (int32, equal keys adjacent — sorted scatter positions) and `vals`; output: for
+every element, the fold of its run's values from the run's first element up to itself, folded
+left to right (`combine(earlier, later)`). The scatter rule reads it at each run's last element.
+
+Construction (radix-B, B = 16), so the node count is fixed at convert time and does not grow
+with the length, and the work is about one chain's worth of passes:
+
+1. level 0: view the (padded) values as [n/B, B] and run a sequential chain over the B
+   columns — y_j = same_run(j, j−1) ? combine(y_{j−1}, x_j) : x_j. One Split, B−1 small
+   steps over n/B elements each, one Concat: a handful of full-size passes in all;
+2. the last column holds each block's partial run value; the same scan over those n/B block
+   ends (recursively: chain again, then a short Hillis–Steele on what is left) gives each
+   block end the value of its run so far;
+3. fix-up: an element whose key equals the previous block end's key continues that run:
+   combine(carry of the previous block, own value).
+
+Rounding: each output is a fold of its own run's values only (no prefix difference, so no
+cancellation against other runs): at most B − 1 + (B − 1) + ⌈log2(n / B²)⌉ + 2 roundings.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+
+import numpy as np
+import onnx_ir as ir
+
+from . import sizes
+from ._base import Emitter
+from .sizes import Size
+
+BLOCK = 16
+#: levels of chains before the rest is finished by Hillis–Steele steps (on n / BLOCK² items)
+CHAIN_LEVELS = 2
+
+#: step(e, same, earlier, later) -> same ? combine(earlier, later) : later
+Step = Callable[[Emitter, ir.Value, ir.Value, ir.Value, int], ir.Value]
+
+
+def fold_step(op: str, floating: bool) -> Step:
+    """`op` (Add, Mul, Max, Min) folded where the run continues (`earlier` may be one column
+    that broadcasts over `later`).
+
+    Integers: a Where. Floats: a bit-copying select (`select_bits`), because ONNX Runtime's CPU
+    Where returns +0.0 where its true branch holds −0.0 (measured, 1.31), which would give a
+    run of −0.0 summands a +0.0 total (ORT's sequential sum keeps −0.0)."""
+
+    def step(e: Emitter, same: ir.Value, earlier: ir.Value, later: ir.Value, width: int) -> ir.Value:
+        folded = e.op(op, earlier, later)
+        if floating:
+            return select_bits(e, same, folded, later, width)
+        return e.op("Where", same, folded, later)
+
+    return step
+
+
+def or_step(e: Emitter, same: ir.Value, earlier: ir.Value, later: ir.Value, width: int) -> ir.Value:
+    return e.op("Or", e.op("And", same, earlier), later)
+
+
+def keep_step(compare: str) -> Step:
+    """ONNX Runtime's sequential max (`Greater`) / min (`Less`) step: keep the earlier value only
+    if it compares strictly greater / smaller, else take the later one (ties go to the later
+    item, so the sign of a zero survives). The select copies bits (GatherElements), never a
+    float Where (see `where_step`)."""
+
+    def step(e: Emitter, same: ir.Value, earlier: ir.Value, later: ir.Value, width: int) -> ir.Value:
+        keep = e.op("And", same, e.op(compare, earlier, later))
+        if width > 1:  # earlier is one column broadcast over the block (the fix-up)
+            earlier = e.op("Expand", earlier, e.i64([1, width]))
+        return select_bits(e, keep, earlier, later, width)
+
+    return step
+
+
+def select_bits(e: Emitter, cond: ir.Value, a: ir.Value, b: ir.Value, width: int = 1) -> ir.Value:
+    """cond ? a : b for 2-D a, b, cond of one shape [rows, width], copying bits (−0.0, NaN
+    payloads): one GatherElements from [b | a] along axis 1 at j + width · cond."""
+    j = np.arange(width).reshape(1, width)
+    pick = e.op("Where", cond, _i32(e, j + width), _i32(e, j))  # an int Where: exact
+    return e.op("GatherElements", e.op("Concat", b, a, axis=1), pick, axis=1)
+
+
+def _i32(e: Emitter, v) -> ir.Value:
+    return e.const(np.asarray(v, dtype=np.int32))
+
+
+def shift(e: Emitter, x: ir.Value, s: int, n: Size, fill: ir.Value) -> ir.Value:
+    """out[i] = x[i − s] (fill for i < s) for a 1-D x of n elements: Pad then Slice."""
+    padded = e.op("Pad", x, e.i64([s, 0]), fill, mode="constant")
+    return e.op("Slice", padded, e.i64([0]), sizes.tensor(e, n), e.i64([0]))
+
+
+def segmented_scan(e: Emitter, keys: ir.Value, vals: ir.Value, n: Size, bound: int, step: Step,
+                   identity: ir.Value, level: int = 0) -> ir.Value:
+    """Inclusive scan of the 1-D `vals` (n elements, n ≤ bound) within runs of equal `keys`.
+
+    `identity` is a 1-element tensor of vals' type (the pad value; padded slots never meet a
+    real run, since their key is −1 and real keys are ≥ 0)."""
+    if bound <= 1:
+        return vals
+    if level >= CHAIN_LEVELS or bound <= BLOCK:
+        return _hillis_steele(e, keys, vals, n, math.ceil(math.log2(bound)), step, identity)
+    B = BLOCK
+    nb = sizes.ceil_div(e, n, B)
+    pad = sizes.sub(e, sizes.mul(e, nb, B), n)
+    fill = e.reshape(identity, [])
+    minus1 = _i32(e, -1)
+    if not (isinstance(pad, int) and pad == 0):
+        pads = sizes.concat(e, [0, pad])
+        vals = e.op("Pad", vals, pads, fill, mode="constant")
+        keys = e.op("Pad", keys, pads, minus1, mode="constant")
+    V = e.reshape(vals, [-1, B])
+    Kk = e.reshape(keys, [-1, B])
+    vcols = e.split(V, [1] * B, axis=1)
+    kcols = e.split(Kk, [1] * B, axis=1)
+    outs = [vcols[0]]
+    for j in range(1, B):
+        same = e.op("Equal", kcols[j], kcols[j - 1])
+        outs.append(step(e, same, outs[-1], vcols[j], 1))
+    S = e.op("Concat", *outs, axis=1)
+    nb_bound = math.ceil(bound / B)
+    if nb_bound > 1:
+        ends_v = e.reshape(outs[-1], [-1])
+        ends_k = e.reshape(kcols[-1], [-1])
+        carry = segmented_scan(e, ends_k, ends_v, nb, nb_bound, step, identity, level + 1)
+        prev_carry = e.reshape(shift(e, carry, 1, nb, fill), [-1, 1])
+        prev_key = e.reshape(shift(e, ends_k, 1, nb, minus1), [-1, 1])
+        match = e.op("Equal", Kk, prev_key)
+        S = step(e, match, prev_carry, S, B)  # prev_carry [nb, 1] broadcasts over the block
+    out = e.reshape(S, [-1])
+    if not (isinstance(pad, int) and pad == 0):
+        out = e.op("Slice", out, e.i64([0]), sizes.tensor(e, n), e.i64([0]))
+    return out
+
+
+def _hillis_steele(e: Emitter, keys: ir.Value, vals: ir.Value, n: Size, steps: int, step: Step,
+                   identity: ir.Value) -> ir.Value:
+    """`steps` doubling steps: exact for runs of up to 2^steps elements."""
+    fill = e.reshape(identity, [])
+    minus1 = _i32(e, -1)
+    vals = e.reshape(vals, [-1, 1])  # 2-D columns for the steps' selects
+    for k in range(steps):
+        s = 1 << k
+        same = e.reshape(e.op("Equal", keys, shift(e, keys, s, n, minus1)), [-1, 1])
+        earlier = e.reshape(shift(e, e.reshape(vals, [-1]), s, n, fill), [-1, 1])
+        vals = step(e, same, earlier, vals, 1)
+    return e.reshape(vals, [-1])
+
+
+def reverse(e: Emitter, x: ir.Value, n: Size) -> ir.Value:
+    """x[::-1] for a 1-D x of n elements: a Gather at −1, −2, …, −n.
+
+    Not at n−1, …, 0: ONNX Runtime 1.31's GatherToSliceFusion turns a Gather whose indices are
+    a Range into a Slice with the Range's start, limit and step, and the limit −1 then means
+    "the last element" to Slice (measured: wrong lengths). With negative indices the Gather and
+    the fused Slice agree."""
+    idx = sizes.iota(e, n, np.int64, start=-1, step=-1)
+    return e.op("Gather", x, idx, axis=0)

@@ -1,0 +1,132 @@
+"""Sizes that are known at convert time or only at run time, with one arithmetic for both.
+
+A size is a Python `int` when the graph's shapes say it statically, else an int64 `[1]` tensor
+computed from `Shape` / `Size` at run time. Arithmetic on two ints stays an int (no node);
+anything else emits the small int64 nodes. Those nodes read only `Shape`/`Size` outputs and
+small initializers, so ONNX Runtime places them on the CPU next to a GPU EP
+(`GetCpuPreferredNodes`, onnxruntime/core/framework/fallback_cpu_capability.cc): they feed
+the CPU-memory inputs of Reshape, Pad, Slice, TopK, Range and MaxUnpool without copying any
+data-sized tensor.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import onnx_ir as ir
+
+from ._base import Emitter
+
+Size = int | ir.Value
+
+
+def tensor(e: Emitter, s: Size) -> ir.Value:
+    """The size as an int64 [1] tensor (an initializer when static)."""
+    return e.i64([s]) if isinstance(s, int) else s
+
+
+def dims(e: Emitter, v: ir.Value) -> list[Size]:
+    """Each dim of `v`: an int where the shape knows it, else Gather(Shape(v), d) ([1] int64)."""
+    shape = v.shape
+    if shape is None:
+        raise ValueError("rank unknown")
+    out: list[Size] = []
+    runtime = None
+    for d, dim in enumerate(shape):
+        if isinstance(dim, int):
+            out.append(dim)
+            continue
+        if runtime is None:
+            runtime = e.op("Shape", v)
+        out.append(e.op("Gather", runtime, e.i64([d]), axis=0))
+    return out
+
+
+def shape_tensor(e: Emitter, v: ir.Value) -> ir.Value:
+    """v's whole shape as a 1-D int64 tensor (an initializer when static)."""
+    shape = v.shape
+    if shape is not None and all(isinstance(d, int) for d in shape):
+        return e.i64([int(d) for d in shape])
+    return e.op("Shape", v)
+
+
+def concat(e: Emitter, parts: list[Size]) -> ir.Value:
+    """A 1-D shape tensor from sizes (one initializer when all are static)."""
+    if all(isinstance(p, int) for p in parts):
+        return e.i64([int(p) for p in parts])  # type: ignore[arg-type]
+    return e.op("Concat", *[tensor(e, p) for p in parts], axis=0)
+
+
+def _binary(e: Emitter, op: str, a: Size, b: Size, py) -> Size:
+    if isinstance(a, int) and isinstance(b, int):
+        return py(a, b)
+    return e.op(op, tensor(e, a), tensor(e, b))
+
+
+def mul(e: Emitter, a: Size, b: Size) -> Size:
+    if isinstance(a, int) and a == 1:
+        return b
+    if isinstance(b, int) and b == 1:
+        return a
+    return _binary(e, "Mul", a, b, lambda x, y: x * y)
+
+
+def add(e: Emitter, a: Size, b: Size) -> Size:
+    if isinstance(b, int) and b == 0:
+        return a
+    return _binary(e, "Add", a, b, lambda x, y: x + y)
+
+
+def sub(e: Emitter, a: Size, b: Size) -> Size:
+    if isinstance(b, int) and b == 0:
+        return a
+    return _binary(e, "Sub", a, b, lambda x, y: x - y)
+
+
+def maximum(e: Emitter, a: Size, b: Size) -> Size:
+    return _binary(e, "Max", a, b, max)
+
+
+def ceil_div(e: Emitter, a: Size, b: int) -> Size:
+    """⌈a / b⌉ for a ≥ 0 (int64 Div truncates; a + b − 1 keeps it exact)."""
+    if b == 1:
+        return a
+    return _binary(e, "Div", add(e, a, b - 1), b, lambda x, y: x // y)
+
+
+def product(e: Emitter, parts: list[Size]) -> Size:
+    out: Size = 1
+    for p in parts:
+        out = mul(e, out, p)
+    return out
+
+
+def upper_bound(s: Size, default: int) -> int:
+    """A convert-time bound on the size: itself when static, else `default`."""
+    return s if isinstance(s, int) else default
+
+
+def iota(e: Emitter, n: Size, dtype=np.int64, start: Size = 0, step: Size = 1) -> ir.Value:
+    """[start, start+step, …] of n elements as a Range (the DML EP runs Range on the GPU with its
+    three scalar inputs in CPU memory, which is where these sizes live)."""
+    limit = add(e, start, mul(e, n, step))
+    return e.op("Range", scalar(e, start, dtype), scalar(e, limit, dtype), scalar(e, step, dtype))
+
+
+def scalar(e: Emitter, s: Size, dtype=np.int64) -> ir.Value:
+    """A 0-d tensor of `dtype` holding the size (Range wants scalars)."""
+    if isinstance(s, int):
+        return e.const(np.asarray(s, dtype=dtype))
+    v = e.op("Reshape", s, e.i64([]))
+    if np.dtype(dtype) != np.int64:
+        v = e.cast(v, ir.DataType.from_numpy(np.dtype(dtype)))
+    return v
+
+
+def on_device(e: Emitter, s: Size, dtype=np.int64) -> ir.Value:
+    """The size as a 1-element tensor of `dtype` that a GPU EP computes itself: a static size is
+    an initializer (copied to the device once, at session creation); a run-time one is
+    Range(s, s + 1, 1), whose scalar inputs the DML EP reads from CPU memory and whose output it
+    writes on the device — so no per-run host→device copy feeds the data path."""
+    if isinstance(s, int):
+        return e.const(np.asarray([s], dtype=dtype))
+    return iota(e, 1, dtype, start=s)
