@@ -42,7 +42,7 @@ class NodeReport:
     op_type: str
     domain: str
     graph: str
-    action: str  # native / lowered / cast / fallback / refused
+    action: str  # native / lowered / cast / cpu (ORT's CPU kernel, node untouched) / fallback / refused
     reason: str
     emitted: list[str] = dataclasses.field(default_factory=list)
     note: str = ""
@@ -61,7 +61,7 @@ class ConvertReport:
 
     @property
     def changed(self) -> bool:
-        return any(n.action != "native" for n in self.nodes) or self.opset.get("from") != self.opset.get("to")
+        return any(n.action not in ("native", "cpu") for n in self.nodes) or self.opset.get("from") != self.opset.get("to")
 
     def summary(self) -> dict:
         out: dict[str, int] = {}
@@ -94,7 +94,7 @@ class ConvertResult:
 
 # --------------------------------------------------------------------------------------
 def convert(model: onnx.ModelProto | str | os.PathLike | bytes, target: str = "dml", *, strategy: str = "auto",
-            check_indices: bool = False, validate: bool = True, with_inspect: bool = True,
+            check_indices: bool = True, validate: bool = True, with_inspect: bool = True,
             keep_external_data: bool = False) -> ConvertResult:
     """Rewrite `model` for `target` ("dml", "cuda", "cpu") with `strategy`; the input is not changed.
 
@@ -135,7 +135,7 @@ def convert(model: onnx.ModelProto | str | os.PathLike | bytes, target: str = "d
             reports.append(_convert_node(graph, node, where, ctx, strategy))
 
     _fix_domain_import(model_ir)
-    if not any(r.action not in ("native",) or r.emitted for r in reports) and not opset_info.get("changed"):
+    if not any(r.action not in ("native", "cpu") or r.emitted for r in reports) and not opset_info.get("changed"):
         out = onnx.ModelProto()  # nothing to do: the model as given (idempotency)
         out.CopyFrom(original)
     else:
@@ -298,6 +298,16 @@ def _convert_node(graph, node: ir.Node, where: str, ctx: RewriteContext, strateg
         return rep
     if node.domain == DOMAIN:
         rep.action, rep.reason = "fallback", f"{native_why}; not lowered: {refused}; stays on the Python fallback"
+        return rep
+    # ONNX Runtime's own C++ kernel on the CPU beats the Python fallback, and leaving the node
+    # untouched keeps the model loadable in plain onnxruntime: the fallback is for nodes no
+    # execution provider of the session can run (e.g. float16 scatter add/mul on the CPU EP).
+    on_cpu, cpu_why = _native(node, dataclasses.replace(ctx, target="cpu"))
+    if on_cpu:
+        rep.action = "cpu"
+        rep.reason = (f"{native_why}; not lowered: {refused}; left to ONNX Runtime's CPU kernel "
+                      f"({cpu_why.removeprefix('the cpu EP has a kernel').strip(' ()') or 'it has one'}); "
+                      "the model still loads in plain onnxruntime")
         return rep
     return _apply_fallback(graph, node, ctx, rep, f"{native_why}; not lowered: {refused}")
 

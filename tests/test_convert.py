@@ -406,3 +406,44 @@ def test_cpu_target_does_not_keep_float16_scatter_add_native():
     bound = (2 + 2) * 2.0 ** -11 * magnitude
     got = run_cpu(r.model, feeds)[0].astype(np.float64)
     assert (np.abs(got - exact) <= bound).all(), np.abs(got - exact).max()
+
+
+def test_refused_lowering_keeps_ort_cpu_kernel_and_plain_onnxruntime_loads_it():
+    """auto: native on the target, else lowered, else ONNX Runtime's own CPU kernel (the node
+    untouched: the model still loads in plain onnxruntime), the Python fallback only last."""
+    import onnxruntime as ort
+
+    m = single_op("ScatterND", [("data", np.float32, [4, 3]), ("indices", np.int64, ["t", "q"]),
+                                ("updates", np.float32, ["t"])], {"reduction": "add"}, opset=18, out_shape=[4, 3])
+    r = convert(m, "dml", strategy="auto")
+    (node,) = r.report.nodes
+    assert node.action == "cpu" and "coordinates per update" in node.reason and "CPU kernel" in node.reason
+    assert not any(d == DOMAIN for d, _ in op_types(r.model))
+    sess = ort.InferenceSession(r.model.SerializeToString(), providers=["CPUExecutionProvider"])
+    feeds = {"data": np.zeros((4, 3), np.float32), "indices": np.array([[1, 2], [1, 2], [-1, 0]]),
+             "updates": np.array([1.0, 2.0, 5.0], np.float32)}
+    want = np.zeros((4, 3), np.float32)
+    want[1, 2], want[3, 0] = 3.0, 5.0
+    np.testing.assert_array_equal(sess.run(None, feeds)[0], want)
+    assert not r.report.changed
+
+
+@pytest.mark.parametrize("reduction", ["none", "add", "mul", "max", "min"])
+def test_fallback_strategy_handles_scatter_nd(reduction):
+    from ort_dml_ops import InferenceSession
+
+    m = single_op("ScatterND", [("data", np.float32, ["a", "b", "c"]), ("indices", np.int64, ["t", 2]),
+                                ("updates", np.float32, ["t", "c"])], {"reduction": reduction}, opset=18,
+                  out_shape=["a", "b", "c"])
+    r = convert(m, "dml", strategy="fallback")
+    assert r.report.nodes[0].action == "fallback"
+    rng = np.random.default_rng(3)
+    data = rng.normal(size=(4, 3, 5)).astype(np.float32)
+    if reduction == "none":
+        indices = np.array([[0, 1], [2, 2], [-1, 0]])
+    else:
+        indices = np.stack([rng.integers(-4, 4, 20), rng.integers(-3, 3, 20)], -1)
+    updates = rng.normal(size=(len(indices), 5)).astype(np.float32)
+    feeds = {"data": data, "indices": indices, "updates": updates}
+    (want,) = run_cpu(m, feeds)
+    np.testing.assert_allclose(InferenceSession(r.model).run(None, feeds)[0], want, rtol=1e-6, atol=1e-6)
