@@ -1,4 +1,4 @@
-"""`ort-dml-ops convert IN -o OUT [--target] [--strategy] [--report FILE.json] [--json] [--verify] [--check-indices]`."""
+"""`ort-dml-ops convert IN -o OUT [--target] [--strategy] [--report FILE.json] [--json] [--verify] [--no-check-indices]`."""
 
 from __future__ import annotations
 
@@ -41,8 +41,10 @@ def add_parser(subparsers) -> None:
     p.add_argument("--json", action="store_true", help="print the report as one JSON object")
     p.add_argument("--verify", action="store_true",
                    help="run original and converted model on random inputs (ONNX Runtime CPU) and fail on a difference")
-    p.add_argument("--check-indices", action="store_true",
-                   help="make out-of-range scatter indices fail at run time instead of writing elsewhere")
+    p.add_argument("--check-indices", action=argparse.BooleanOptionalAction, default=True,
+                   help="lowered scatters fail at run time on an out-of-range index, as ONNX Runtime's kernel "
+                        "does (default); --no-check-indices drops the check (two reductions over the indices "
+                        "and a few scalar copies per scatter) and a bad index then writes a wrong element")
     p.set_defaults(func=run)
 
 

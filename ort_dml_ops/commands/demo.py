@@ -51,6 +51,7 @@ class Outcome:
     providers: list
     seconds: float
     graphs: dict = field(default_factory=dict)  # for the picture
+    guards: int = 0  # lowered scatters' run-time index guards (one flag to the host each)
 
     @property
     def ok(self) -> bool:
@@ -137,7 +138,8 @@ def _demo_one(entry, providers) -> Outcome:
     emitted = {e: n.name for n in result.report.nodes for e in n.emitted}
     graphs = {"before": _graph(model, before, {}), "after": _graph(result.model, after, emitted)}
     return Outcome(entry.name, list(entry.families), before.summary, after.summary, converted, original,
-                   used or [], time.perf_counter() - t, graphs)
+                   used or [], time.perf_counter() - t, graphs,
+                   sum(n.name.endswith("/IndexOrSizeOutOfRange") for n in result.model.graph.node))
 
 
 def _one_line(exc) -> str:
@@ -194,6 +196,7 @@ def _summary(outcomes, elapsed) -> list[str]:
     cp_b = sum(o.before["copies"] for o in outcomes)
     cpu_a = sum(o.after["cpu_nodes"] for o in outcomes)
     cp_a = sum(o.after["copies"] for o in outcomes)
+    guards = sum(o.guards for o in outcomes)
     provs = sorted({p for o in outcomes for p in o.providers[:1]}) or ["(no session)"]
     conv_ok = sum(o.converted == "ok" for o in outcomes)
     orig_ok = sum(o.original == "ok" for o in outcomes)
@@ -203,7 +206,9 @@ def _summary(outcomes, elapsed) -> list[str]:
         "",
         f"summary: {n} models. Before: {len(off_before)} of them leave the DirectML GPU "
         f"({cpu_b} nodes on the CPU, {cp_b} device<->host copies per run).",
-        f"         After convert(target='dml'): {cpu_a} nodes on the CPU, {cp_a} copies.",
+        f"         After convert(target='dml'): {cpu_a} nodes on the CPU, {cp_a} copies"
+        + (f" (the {guards} scatter index guards' one flag each; --no-check-indices drops them)" if guards else "")
+        + ".",
         f"         Outputs vs expected on {', '.join(provs)}: converted {conv_ok}/{n} ok; original {orig_ok}/{n} ok"
         + (f", {orig_na} that ONNX Runtime cannot run there (recorded limitation)" if orig_na else "") + ".",
         f"         {verdict} in {elapsed:.1f}s.",

@@ -51,7 +51,9 @@ def run(args) -> int:
     except (ort.capi.onnxruntime_pybind11_state.Fail, ort.capi.onnxruntime_pybind11_state.InvalidArgument,
             ort.capi.onnxruntime_pybind11_state.RuntimeException) as exc:
         first = str(exc).splitlines()[0]
-        if args.check_indices and "/Gather" in first:  # the guard's Gather is named <scatter node>/Gather
+        # the lowered scatter's run-time guard (lowering/scatter.py), or, on the CPU EP, its
+        # position table's Gather, which ORT checks itself and which may run first
+        if "/IndexOrSizeOutOfRange" in first or (args.check_indices and "out of data bounds" in first):
             first = f"a scatter index is out of range (the --check-indices guard stopped the run): {first}"
         raise UserError(f"{args.model}: the run failed: {first}") from None
     names = [o.name for o in session.get_outputs()]
