@@ -207,7 +207,8 @@ def _summary(outcomes, elapsed) -> list[str]:
         f"summary: {n} models. Before: {len(off_before)} of them leave the DirectML GPU "
         f"({cpu_b} nodes on the CPU, {cp_b} device<->host copies per run).",
         f"         After convert(target='dml'): {cpu_a} nodes on the CPU, {cp_a} copies"
-        + (f" (the {guards} scatter index guards' one flag each; --no-check-indices drops them)" if guards else "")
+        + (f" (the {guards} scatter index guards: one flag to the host and two scalar CPU nodes each; "
+           "--no-check-indices drops them)" if guards else "")
         + ".",
         f"         Outputs vs expected on {', '.join(provs)}: converted {conv_ok}/{n} ok; original {orig_ok}/{n} ok"
         + (f", {orig_na} that ONNX Runtime cannot run there (recorded limitation)" if orig_na else "") + ".",

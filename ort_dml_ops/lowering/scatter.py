@@ -98,7 +98,7 @@ class ScatterLowering(Rule):
             axis = attr_int(node, "axis", 0) % len(ddims)
             pos, K, ok = _positions_elements(e, idx, idims, ddims, axis, ctx.check_indices)
         M = sizes.product(e, ddims)
-        ok = _and(e, ok, _size_guard(e, K, M))
+        ok = _and(e, _to_host(e, ok) if ok is not None else None, _size_guard(e, K, M))
         flat = e.reshape(data, [-1])
         vals = e.reshape(updates, [-1])
         out = scatter_flat(e, flat, pos, vals, K, M, red, data.dtype)
@@ -144,6 +144,17 @@ def _in_range(e: Emitter, idx: ir.Value, dim: Size) -> ir.Value:
     neg = sizes.sub(e, 0, dim)
     below = e.op("Less", lo, sizes.on_device(e, neg))
     return e.op("And", e.op("Not", below), e.op("Less", hi, sizes.on_device(e, dim)))
+
+
+def _to_host(e: Emitter, flag: ir.Value) -> ir.Value:
+    """The device-side flag as a CPU tensor, through ONE host copy: the flag (as 0 or 1) is the
+    shape input of a ConstantOfShape — an input the DML EP reads from CPU memory, so ORT copies
+    the flag there — and that tensor's Shape is CPU-side again. Everything downstream (the size
+    checks, the Where that picks the Reshape's shape) then reads only CPU tensors, and ORT keeps
+    it on the CPU (fallback_cpu_capability.cc) instead of copying the shape to the device and
+    back."""
+    length = e.reshape(e.cast(flag, ir.DataType.INT64), [1])
+    return e.op("Equal", e.op("Shape", e.op("ConstantOfShape", length)), e.i64([1]))
 
 
 def _size_guard(e: Emitter, K: Size, M: Size) -> ir.Value | None:
