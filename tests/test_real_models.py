@@ -93,6 +93,98 @@ KNOWN_CPU_FAMILY_NODES = {
             "the shape of data is not static",
         ),
     },
+    ("pyg_gcn_conv_static", "auto"): {
+        "node_scatter_add": (
+            "ScatterElements",
+            "fallback",
+            "the shape of indices is not static",
+        ),
+        "node_scatter_add_1": (
+            "ScatterElements",
+            "fallback",
+            "the shape of indices is not static",
+        ),
+    },
+    ("pyg_gcn_conv_static", "lower"): {
+        "node_scatter_add": (
+            "ScatterElements",
+            "fallback",
+            "the shape of indices is not static",
+        ),
+        "node_scatter_add_1": (
+            "ScatterElements",
+            "fallback",
+            "the shape of indices is not static",
+        ),
+    },
+    ("pyg_gcn_conv_torchscript_opset17", "auto"): {
+        "/ScatterElements": (
+            "ScatterElements",
+            "fallback",
+            "the shape of data is not static",
+        ),
+        "/aggr_module/ScatterElements": (
+            "ScatterElements",
+            "fallback",
+            "the shape of data is not static",
+        ),
+    },
+    ("pyg_gcn_conv_torchscript_opset17", "lower"): {
+        "/ScatterElements": (
+            "ScatterElements",
+            "fallback",
+            "the shape of data is not static",
+        ),
+        "/aggr_module/ScatterElements": (
+            "ScatterElements",
+            "fallback",
+            "the shape of data is not static",
+        ),
+    },
+    ("pyg_gat_conv", "auto"): {
+        "node_ScatterElements_54": (
+            "ScatterElements",
+            "fallback",
+            "the shape of data is not static",
+        ),
+        "node_scatter_reduce": (
+            "ScatterElements",
+            "fallback",
+            "the shape of data is not static",
+        ),
+        "node_scatter_add": (
+            "ScatterElements",
+            "fallback",
+            "the shape of data is not static",
+        ),
+        "node_scatter_add_1": (
+            "ScatterElements",
+            "fallback",
+            "the shape of data is not static",
+        ),
+    },
+    ("pyg_gat_conv", "lower"): {
+        "node_ScatterElements_54": (
+            "ScatterElements",
+            "fallback",
+            "the shape of data is not static",
+        ),
+        "node_scatter_reduce": (
+            "ScatterElements",
+            "fallback",
+            "the shape of data is not static",
+        ),
+        "node_scatter_add": (
+            "ScatterElements",
+            "fallback",
+            "the shape of data is not static",
+        ),
+        "node_scatter_add_1": (
+            "ScatterElements",
+            "fallback",
+            "the shape of data is not static",
+        ),
+    },
     ("pyg_sage_conv_mean", "auto"): {
         "node_scatter_add": (
             "ScatterElements",
@@ -324,6 +416,34 @@ KNOWN_CPU_FAMILY_NODES = {
     ("hf_top_p_torchscript", "lower"): {
         "/ScatterND": ("ScatterND", "refused", "the shape of data is not static"),
         "/ScatterElements": (
+            "ScatterElements",
+            "fallback",
+            "the shape of data is not static",
+        ),
+    },
+    ("hf_repetition_penalty", "auto"): {
+        "node_scatter": (
+            "ScatterElements",
+            "fallback",
+            "the shape of data is not static",
+        ),
+    },
+    ("hf_repetition_penalty", "lower"): {
+        "node_scatter": (
+            "ScatterElements",
+            "fallback",
+            "the shape of data is not static",
+        ),
+    },
+    ("hf_min_p", "auto"): {
+        "node_scatter": (
+            "ScatterElements",
+            "fallback",
+            "the shape of data is not static",
+        ),
+    },
+    ("hf_min_p", "lower"): {
+        "node_scatter": (
             "ScatterElements",
             "fallback",
             "the shape of data is not static",
@@ -723,6 +843,7 @@ KNOWN_CPU_FAMILY_NODES = {
 FALLBACK_NOT_ROUTED = {
     "hf_top_p": ["node_ScatterND_31"],
     "hf_top_p_torchscript": ["/ScatterND"],
+    "hf_top_p_torchscript_opset17": ["/ScatterND"],
     "moe_router": [
         "node_ScatterND_44",
         "node_ScatterND_83",
@@ -731,6 +852,40 @@ FALLBACK_NOT_ROUTED = {
     ],
     "index_add": ["node_ScatterND_13"],
 }
+
+#: strategy auto: models whose converted form uses the Python fallback, so it no longer loads in
+#: plain onnxruntime (issue 15 item 3: a refused node should keep ORT's native CPU kernel instead)
+AUTO_NEEDS_FALLBACK_SESSION = [
+    "pyg_gcn_conv",
+    "pyg_gcn_conv_torchscript",
+    "pyg_gcn_conv_static",
+    "pyg_gcn_conv_torchscript_opset17",
+    "pyg_gat_conv",
+    "pyg_sage_conv_mean",
+    "pyg_scatter_sum",
+    "pyg_scatter_mean",
+    "pyg_scatter_max",
+    "pyg_scatter_min",
+    "pyg_scatter_max_torchscript",
+    "pyg_scatter_sum_torchscript",
+    "pyg_global_mean_pool",
+    "pyg_global_max_pool",
+    "hf_top_p",
+    "hf_top_p_torchscript",
+    "hf_repetition_penalty",
+    "hf_min_p",
+    "moe_router",
+    "moe_router_torchscript",
+    "scatter_reduce_sum",
+    "scatter_reduce_prod",
+    "scatter_reduce_amax",
+    "scatter_reduce_amin",
+    "scatter_reduce_mean",
+    "scatter_reduce_torchscript",
+    "index_add_torchscript",
+    "scatter_",
+    "scatter_torchscript",
+]
 
 
 def _session(model, *, plain: bool):
@@ -911,6 +1066,17 @@ def test_fallback_routes_every_family_node_but_scatternd(name):
 
 
 # ------------------------------------------------------------------------------ (c) GPU placement
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_auto_output_loads_in_plain_onnxruntime_unless_known(name):
+    model = _converted(name, "auto").model
+    uses_fallback = any(n.domain == DOMAIN for n in model.graph.node)
+    assert uses_fallback == (name in AUTO_NEEDS_FALLBACK_SESSION)
+    if not uses_fallback:
+        outputs = _run(model, get(name).inputs, plain=True)
+        problems = get(name).compare(outputs)
+        assert not problems, "\n".join(problems)
 
 
 def _cpu_family_nodes(name: str, strategy: str) -> dict:

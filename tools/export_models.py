@@ -80,6 +80,8 @@ class Spec:
     why_tolerance: str = "integer or copied values: exact"
     libraries: tuple = ("torch",)
     cumprod: bool = False  # translate aten::cumprod to DOMAIN::CumProd
+    #: opset_version passed to the exporter (None: the exporter's default, what most users get)
+    opset: int | None = None
     #: where the written model computes something else than torch: numpy computation of what
     #: it computes (from the example inputs, by name), and a sentence saying what is wrong
     wrong: Callable | None = None
@@ -145,6 +147,51 @@ def pyg_gcn_conv_torchscript():
     s = pyg_gcn_conv()
     s.name, s.exporter = "pyg_gcn_conv_torchscript", "torchscript"
     return s
+
+
+@spec
+def pyg_gcn_conv_static():
+    """The GCN layer exported with static input shapes (no dynamic axes): the number of
+    messages still depends on the data (self-loop removal)."""
+    s = pyg_gcn_conv()
+    s.name, s.dynamic = "pyg_gcn_conv_static", {}
+    s.title = (
+        "GCN layer exported with static input shapes (data-dependent message count)"
+    )
+    return s
+
+
+@spec
+def pyg_gcn_conv_torchscript_opset17():
+    """As torch < 2.9 exported by default (TorchScript, opset 17): ScatterElements-16."""
+    s = pyg_gcn_conv()
+    s.name, s.exporter, s.opset = "pyg_gcn_conv_torchscript_opset17", "torchscript", 17
+    return s
+
+
+@spec
+def pyg_gat_conv():
+    from torch_geometric.nn import GATConv
+
+    rng = _seeded()
+    conv = GATConv(4, 3, heads=2).eval()
+    x, ei = _graph(rng)
+    return Spec(
+        "pyg_gat_conv",
+        "GAT layer: attention softmax over each node's incoming edges (utils.softmax: scatter max + sum)",
+        "torch_geometric.nn.GATConv(heads=2)",
+        "dynamo",
+        conv,
+        {"x": x, "edge_index": ei},
+        ["out"],
+        {"x": {0: "num_nodes"}, "edge_index": {1: "num_edges"}},
+        data_dependent="add_self_loops after remove_self_loops (NonZero): the number of scattered "
+        "attention scores depends on the data",
+        rtol=1e-5,
+        atol=1e-6,
+        why_tolerance=F32_WHY,
+        libraries=("torch", "torch_geometric"),
+    )
 
 
 @spec
@@ -358,6 +405,63 @@ def hf_top_p():
 def hf_top_p_torchscript():
     s = hf_top_p()
     s.name, s.exporter = "hf_top_p_torchscript", "torchscript"
+    return s
+
+
+@spec
+def hf_repetition_penalty():
+    import torch
+    from transformers.generation.logits_process import RepetitionPenaltyLogitsProcessor
+
+    proc = RepetitionPenaltyLogitsProcessor(penalty=1.3)
+
+    class M(torch.nn.Module):
+        def forward(self, input_ids, scores):
+            return proc(input_ids, scores)
+
+    rng = _seeded()
+    scores = torch.tensor(rng.standard_normal((3, 32)) * 3, dtype=torch.float32)
+    ids = torch.tensor(rng.integers(0, 32, (3, 9)), dtype=torch.int64)
+    ids[:, -1] = ids[
+        :, 0
+    ]  # a repeated token: duplicate scatter indices (same value written)
+    return Spec(
+        "hf_repetition_penalty",
+        "repetition penalty: gather the scores of generated tokens, penalise, scatter them back",
+        "transformers.generation.RepetitionPenaltyLogitsProcessor(penalty=1.3)",
+        "dynamo",
+        M(),
+        {"input_ids": ids, "scores": scores},
+        ["scores_processed"],
+        {"input_ids": {0: "batch", 1: "sequence"}, "scores": {0: "batch", 1: "vocab"}},
+        rtol=1e-6,
+        atol=0,
+        why_tolerance="logits times or divided by the penalty: one float32 rounding",
+        libraries=("torch", "transformers"),
+    )
+
+
+@spec
+def hf_min_p():
+    m, feeds = _warper("MinPLogitsWarper", "dynamo", min_p=0.1, min_tokens_to_keep=2)
+    return Spec(
+        "hf_min_p",
+        "min-p filtering: a bool mask with the top tokens scattered back to False",
+        "transformers.generation.MinPLogitsWarper(min_p=0.1, min_tokens_to_keep=2)",
+        "dynamo",
+        m,
+        feeds,
+        ["scores_processed"],
+        {"scores": {0: "batch", 1: "vocab"}},
+        libraries=("torch", "transformers"),
+        why_tolerance="every output is the input logit or -inf: exact",
+    )
+
+
+@spec
+def hf_top_p_torchscript_opset17():
+    s = hf_top_p()
+    s.name, s.exporter, s.opset = "hf_top_p_torchscript_opset17", "torchscript", 17
     return s
 
 
@@ -1028,6 +1132,7 @@ def export(s: Spec) -> onnx.ModelProto:
                 dynamic_shapes=shapes,
                 verbose=False,
                 custom_translation_table=_cumprod_translation() if s.cumprod else None,
+                opset_version=s.opset,
             )
         model = prog.model_proto
     else:
@@ -1043,6 +1148,7 @@ def export(s: Spec) -> onnx.ModelProto:
             output_names=s.outputs,
             dynamic_axes={n: dict(d) for n, d in s.dynamic.items()},
             custom_opsets={DOMAIN: DOMAIN_VERSION} if s.cumprod else None,
+            **({"opset_version": s.opset} if s.opset else {}),
         )
         model = onnx.load_model_from_string(buf.getvalue())
     _drop_metadata(model)
