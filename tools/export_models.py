@@ -283,8 +283,8 @@ def _pyg_export_max(feeds, reduce):
 
 PYG_EXPORT_NOTE = (
     "torch_geometric.utils.scatter has its own branch under the TorchScript exporter "
-    "(is_in_onnx_export(), which the dynamo exporter does not set: include_self=False is not "
-    "exportable there): it scatters into zeros with "
+    "(torch_geometric.is_in_onnx_export(): True under TorchScript, False under dynamo, where "
+    "torch is compiling; include_self=False is not exportable by TorchScript): it scatters into zeros with "
     "include_self=True, so each segment's {r} also includes 0 — a segment whose values are all "
     "{sign} gets 0 instead of its {r}"
 )
