@@ -1038,8 +1038,32 @@ def test_stored_files_are_valid_and_consistent(name):
         == m.uses_domain_ops
         == ("cumprod" in m.meta["source"])
     )
+    assert (m.path.parent / "exporter_output.npz").exists() == bool(
+        m.meta["exporter_wrong"]
+    )
     tol = m.meta["tolerance"]
     assert tol["why"] and tol["rtol"] >= 0 and tol["atol"] >= 0
+
+
+def test_compare_reports_mismatches_exactly_for_ints_and_within_tolerance_for_floats():
+    m = get("moe_router")  # float "out" (rtol 1e-5) and int64 "load"
+    want = m.expected
+    assert m.compare(want) == []
+    near = dict(want, out=want["out"] * np.float32(1 + 1e-7))
+    assert m.compare(near) == []
+    far = dict(want, out=want["out"] * np.float32(1.01))
+    (problem,) = m.compare(far)
+    assert problem.startswith("out: ") and "values off" in problem
+    load = want["load"].copy()
+    load[0] += 1
+    (problem,) = m.compare(dict(want, load=load))
+    assert problem.startswith("load: 1 of 4 values off")
+    assert m.compare([want["out"]]) == ["load: missing"]
+    assert m.compare(dict(want, load=want["load"].astype(np.int32)))[0].startswith(
+        "load: got int32"
+    )
+    with pytest.raises(KeyError, match="no real-export model named 'nope'"):
+        get("nope")
 
 
 def test_corpus_is_small():
