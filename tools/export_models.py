@@ -605,6 +605,15 @@ def roberta_tiny():
     )
 
 
+@spec
+def roberta_tiny_torchscript():
+    """The same tiny RoBERTa through the TorchScript exporter: dozens of Constant nodes and no
+    value_info, as the TorchScript-exported XLM-R of issue 16."""
+    s = roberta_tiny()
+    s.name, s.exporter = "roberta_tiny_torchscript", "torchscript"
+    return s
+
+
 # ------------------------------------------------------------------------------------------
 # mixture of experts
 # ------------------------------------------------------------------------------------------
@@ -1142,6 +1151,7 @@ def export(s: Spec) -> onnx.ModelProto:
 
     args = tuple(s.inputs.values())
     names = list(s.inputs)
+    s.module.eval()
     if s.exporter == "dynamo":
         dims: dict[str, Any] = {}
         shapes = {
@@ -1221,6 +1231,9 @@ def _drop_metadata(model: onnx.ModelProto) -> None:
 def _torch_outputs(s: Spec) -> list[np.ndarray]:
     import torch
 
+    # eval(): the TorchScript exporter restores the wrapper's training mode after export, and
+    # module.train() is recursive, so dropout would be on again here without it
+    s.module.eval()
     with torch.no_grad():
         got = s.module(*[t.clone() for t in s.inputs.values()])
     got = got if isinstance(got, (tuple, list)) else (got,)
