@@ -36,6 +36,7 @@ FAMILY_OPS = ("CumSum", "CumProd", "ScatterElements", "ScatterND", "Scatter")
 EXPORTER_WRONG = {
     "scatter_reduce_mean",
     "index_add_torchscript",
+    "index_put_torchscript",
     "pyg_scatter_max_torchscript",
 }
 
@@ -808,6 +809,38 @@ KNOWN_CPU_FAMILY_NODES = {
             "the shape of data is not static",
         ),
     },
+    ("index_put", "auto"): {
+        "node_ScatterND_12": (
+            "ScatterND",
+            "refused",
+            "the shape of data is not static",
+        ),
+        "node_ScatterND_25": (
+            "ScatterND",
+            "refused",
+            "the shape of data is not static",
+        ),
+    },
+    ("index_put", "lower"): {
+        "node_ScatterND_12": (
+            "ScatterND",
+            "refused",
+            "the shape of data is not static",
+        ),
+        "node_ScatterND_25": (
+            "ScatterND",
+            "refused",
+            "the shape of data is not static",
+        ),
+    },
+    ("index_put_torchscript", "auto"): {
+        "/ScatterND": ("ScatterND", "refused", "the shape of data is not static"),
+        "/ScatterND_1": ("ScatterND", "refused", "the shape of data is not static"),
+    },
+    ("index_put_torchscript", "lower"): {
+        "/ScatterND": ("ScatterND", "refused", "the shape of data is not static"),
+        "/ScatterND_1": ("ScatterND", "refused", "the shape of data is not static"),
+    },
     ("scatter_", "auto"): {
         "node_scatter": (
             "ScatterElements",
@@ -890,6 +923,8 @@ FALLBACK_NOT_ROUTED = {
         "node_ScatterND_161",
     ],
     "index_add": ["node_ScatterND_13"],
+    "index_put": ["node_ScatterND_12", "node_ScatterND_25"],
+    "index_put_torchscript": ["/ScatterND", "/ScatterND_1"],
 }
 
 #: strategy auto: models whose converted form uses the Python fallback, so it no longer loads in
@@ -986,6 +1021,7 @@ def test_corpus_covers_what_issue_15_asks():
         "create_position_ids_from_input_ids",
         "RobertaModel",
         "index_add",
+        "index_put_",
         "scatter_(",
         "scatter_add_",
         "flip",

@@ -901,6 +901,87 @@ def index_add_torchscript():
     return s
 
 
+def _index_put(exporter: str):
+    import torch
+
+    class M(torch.nn.Module):
+        """Advanced-index assignment as users write it: x[rows, cols] = v (index_put_, unique
+        positions) and x.index_put_((rows, cols), v, accumulate=True) (duplicates summed)."""
+
+        def forward(self, x, rows, cols, values, acc_rows, acc_cols, acc_values):
+            put = x.clone()
+            put[rows, cols] = values
+            acc = x.index_put((acc_rows, acc_cols), acc_values, accumulate=True)
+            return put, acc
+
+    rng = _seeded()
+    x = torch.tensor(rng.standard_normal((4, 6)), dtype=torch.float32)
+    flat = rng.permutation(24)[:5]
+    acc_r = torch.tensor([0, 3, 0, 2, 3, 0], dtype=torch.int64)
+    acc_c = torch.tensor(
+        [1, 5, 1, 2, 5, 1], dtype=torch.int64
+    )  # (0, 1) three times, (3, 5) twice
+    feeds = {
+        "x": x,
+        "rows": torch.tensor(flat // 6, dtype=torch.int64),
+        "cols": torch.tensor(flat % 6, dtype=torch.int64),
+        "values": torch.tensor(rng.standard_normal(5), dtype=torch.float32),
+        "acc_rows": acc_r,
+        "acc_cols": acc_c,
+        "acc_values": torch.tensor(rng.standard_normal(6), dtype=torch.float32),
+    }
+    suffix = "" if exporter == "dynamo" else "_torchscript"
+    return Spec(
+        f"index_put{suffix}",
+        "advanced-index assignment: x[rows, cols] = v, and index_put_(accumulate=True) with duplicates",
+        "torch.Tensor.index_put_ (x[rows, cols] = v; accumulate=True)",
+        exporter,
+        M(),
+        feeds,
+        ["put", "accumulated"],
+        {
+            "x": {0: "rows_x", 1: "cols_x"},
+            "rows": {0: "n"},
+            "cols": {0: "n"},
+            "values": {0: "n"},
+            "acc_rows": {0: "m"},
+            "acc_cols": {0: "m"},
+            "acc_values": {0: "m"},
+        },
+        rtol=1e-6,
+        atol=1e-6,
+        why_tolerance="float32 sums of duplicates in another order",
+    )
+
+
+@spec
+def index_put():
+    return _index_put("dynamo")
+
+
+def _index_put_as_written(feeds):
+    """What the TorchScript export of index_put_(accumulate=True) computes: x + a zeros tensor
+    ScatterND'ed (reduction none) with the values — of duplicate positions only the last counts."""
+    x, r, c, v = feeds["x"], feeds["acc_rows"], feeds["acc_cols"], feeds["acc_values"]
+    put = x.copy()
+    put[feeds["rows"], feeds["cols"]] = feeds["values"]
+    z = np.zeros_like(x)
+    for i in range(len(r)):
+        z[r[i], c[i]] = v[i]
+    return {"put": put, "accumulated": x + z}
+
+
+@spec
+def index_put_torchscript():
+    s = _index_put("torchscript")
+    s.wrong = _index_put_as_written
+    s.wrong_note = (
+        "the TorchScript exporter writes index_put_(accumulate=True) as Add(x, ScatterND(zeros, "
+        "indices, values)) with reduction none: with duplicate positions only the last value is added"
+    )
+    return s
+
+
 def _scatter_module(reduce_add: bool):
     import torch
 
