@@ -143,6 +143,30 @@ KNOWN_CPU_FAMILY_NODES = {
             "the shape of data is not static",
         ),
     },
+    ("pyg_gcn_conv_opset18", "auto"): {
+        "node_scatter_add": (
+            "ScatterElements",
+            "fallback",
+            "the shape of data is not static",
+        ),
+        "node_scatter_add_1": (
+            "ScatterElements",
+            "fallback",
+            "the shape of data is not static",
+        ),
+    },
+    ("pyg_gcn_conv_opset18", "lower"): {
+        "node_scatter_add": (
+            "ScatterElements",
+            "fallback",
+            "the shape of data is not static",
+        ),
+        "node_scatter_add_1": (
+            "ScatterElements",
+            "fallback",
+            "the shape of data is not static",
+        ),
+    },
     ("pyg_gat_conv", "auto"): {
         "node_ScatterElements_54": (
             "ScatterElements",
@@ -434,6 +458,30 @@ KNOWN_CPU_FAMILY_NODES = {
         ),
     },
     ("hf_top_p", "lower"): {
+        "node_ScatterND_31": (
+            "ScatterND",
+            "refused",
+            "the shape of data is not static",
+        ),
+        "node_scatter": (
+            "ScatterElements",
+            "fallback",
+            "the shape of data is not static",
+        ),
+    },
+    ("hf_top_p_opset18", "auto"): {
+        "node_ScatterND_31": (
+            "ScatterND",
+            "refused",
+            "the shape of data is not static",
+        ),
+        "node_scatter": (
+            "ScatterElements",
+            "fallback",
+            "the shape of data is not static",
+        ),
+    },
+    ("hf_top_p_opset18", "lower"): {
         "node_ScatterND_31": (
             "ScatterND",
             "refused",
@@ -914,6 +962,7 @@ KNOWN_CPU_FAMILY_NODES = {
 #: strategy fallback: the Python fallback has no ScatterND, so these stay ORT's native CPU nodes
 FALLBACK_NOT_ROUTED = {
     "hf_top_p": ["node_ScatterND_31"],
+    "hf_top_p_opset18": ["node_ScatterND_31"],
     "hf_top_p_torchscript": ["/ScatterND"],
     "hf_top_p_torchscript_opset17": ["/ScatterND"],
     "moe_router": [
@@ -934,6 +983,7 @@ AUTO_NEEDS_FALLBACK_SESSION = [
     "pyg_gcn_conv_torchscript",
     "pyg_gcn_conv_static",
     "pyg_gcn_conv_torchscript_opset17",
+    "pyg_gcn_conv_opset18",
     "pyg_gat_conv",
     "pyg_sage_conv_mean",
     "pyg_scatter_sum",
@@ -947,6 +997,7 @@ AUTO_NEEDS_FALLBACK_SESSION = [
     "pyg_global_mean_pool",
     "pyg_global_max_pool",
     "hf_top_p",
+    "hf_top_p_opset18",
     "hf_top_p_torchscript",
     "hf_repetition_penalty",
     "hf_min_p",

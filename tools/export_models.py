@@ -173,6 +173,14 @@ def pyg_gcn_conv_torchscript_opset17():
 
 
 @spec
+def pyg_gcn_conv_opset18():
+    """As torch 2.5-2.8's dynamo exporter wrote by default (opset 18)."""
+    s = pyg_gcn_conv()
+    s.name, s.opset = "pyg_gcn_conv_opset18", 18
+    return s
+
+
+@spec
 def pyg_gat_conv():
     from torch_geometric.nn import GATConv
 
@@ -432,6 +440,14 @@ def hf_top_p():
         libraries=("torch", "transformers"),
         why_tolerance="every output is the input logit or -inf: exact",
     )
+
+
+@spec
+def hf_top_p_opset18():
+    """As torch 2.5-2.8's dynamo exporter wrote by default (opset 18)."""
+    s = hf_top_p()
+    s.name, s.opset = "hf_top_p_opset18", 18
+    return s
 
 
 @spec
