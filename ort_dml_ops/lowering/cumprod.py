@@ -17,10 +17,11 @@ why there is no Transpose: ORT's transpose optimizer pushes a Transpose into the
 Concat around it, which turns them into exactly those slow strided copies. `exclusive` and
 `reverse` only change which slice starts each chain and where the ones go.
 
-Dynamic axis length — Hillis–Steele: 31 doubling steps y *= shift(y, 2^k), each shift written
-Pad(constant 1) → Slice, with the pad
-width clipped to the axis length at run time: exact (same products, reassociated) for every
-length < 2^31.
+Symbolic axis length — the same radix scan with a fixed block width (16, or 4 on strided
+columns) and the block counts computed at run time (`scan_symbolic`): two (four) levels of
+chains, then Hillis–Steele doubling steps on the remaining block totals, which are 256 times
+smaller than x. Exact (same products, reassociated) for every length < 2^31; the node count
+does not depend on the length.
 
 Never Exp/Log. Integers are exact (wrapping multiplication is associative); floats differ
 from the sequential reference only by rounding: see docs/convert.md for the bound.
@@ -34,6 +35,7 @@ import numpy as np
 import onnx_ir as ir
 
 from .._domain import DOMAIN
+from . import sizes
 from ._base import Emitter, Rewrite, RewriteContext, Rule, attr_int, const_array, static_shape
 
 #: dtypes the Mul-based lowering supports (ONNX Mul-14 type set minus bool).
@@ -50,8 +52,10 @@ SMALL_INNER = 16
 RADIX = 4
 #: ... and chains at most CHAIN_MAX of them.
 CHAIN_MAX = 8
-#: Doubling steps of the dynamic-length scan: exact for every axis length < 2**DYN_STEPS.
+#: A symbolic axis length is below 2**DYN_STEPS (what the doubling steps of its scan cover).
 DYN_STEPS = 31
+#: Block width of the symbolic-length scan on contiguous slices (two levels: 256 per block total).
+DYN_BLOCK = 16
 
 
 def block_size(n: int) -> tuple[int, int]:
@@ -97,8 +101,7 @@ class CumProdLowering(Rule):
         e = Emitter(ctx, node.name or "CumProd")
         n = shape[axis]
         if n is None:
-            y = scan_dynamic(e, x, axis, rank, "Mul", exclusive, reverse, x.dtype)
-            note = f"dynamic axis length: {DYN_STEPS}-step doubling scan, exact for every length < 2^{DYN_STEPS}"
+            y, note = scan_symbolic(e, x, shape, axis, "Mul", exclusive, reverse, x.dtype)
         else:
             y = scan_static(e, x, shape, axis, "Mul", exclusive, reverse, x.dtype)
             note = f"axis length {n}: {scan_plan(shape, axis)}"
@@ -172,7 +175,7 @@ def scan_static(e: Emitter, x: ir.Value, shape: list[int | None], axis: int, op:
                  else _dyn_piece_shape(e, x, axis) if exclusive else None)
         return chain(e, x, n, axis, op, exclusive, reverse, dtype, piece)[0]
     if P is None and I is None:
-        return scan_dynamic(e, x, axis, rank, op, exclusive, reverse, dtype)
+        return scan_symbolic(e, x, shape, axis, op, exclusive, reverse, dtype)[0]
     y = radix_scan(e, e.reshape(x, [_dim(P), n, _dim(I)]), P, n, I, op, exclusive, reverse, dtype, small_inner)
     return e.reshape(y, list(shape) if all_static else e.op("Shape", x))
 
@@ -265,26 +268,84 @@ def _dyn_piece_shape(e: Emitter, t: ir.Value, ax: int) -> ir.Value:
     return e.op("Concat", *parts, axis=0)
 
 
-def scan_dynamic(e: Emitter, x: ir.Value, axis: int, rank: int, op: str, exclusive: bool, reverse: bool, dtype: ir.DataType) -> ir.Value:
-    """Hillis–Steele with pad widths clipped to the run-time axis length (31 steps)."""
-    ident = e.const(np.asarray(_identity(op, dtype), dtype=dtype.numpy()))
-    n = e.slice(e.op("Shape", x), [axis], [axis + 1], [0])  # [1] int64
-    zeros_before = e.i64([0] * axis)
-    zeros_mid = e.i64([0] * (rank - 1))
-    zeros_after = e.i64([0] * (rank - axis - 1))
+def scan_symbolic(e: Emitter, x: ir.Value, shape: list[int | None], axis: int, op: str, exclusive: bool,
+                  reverse: bool, dtype: ir.DataType) -> tuple[ir.Value, str]:
+    """Scan along an axis whose length n is known only at run time: the radix scan of the static
+    path with a fixed block width, so the node count does not depend on n and the work stays
+    that of the static plan for the same n.
+
+    x is viewed as [P, n, I] (P, I: products of the dims before / after the axis, static or
+    from Shape). Level by level: pad the axis to a multiple of b (with ones, at the end, or at
+    the start of a reverse scan), chain the b columns of every block, scan the block totals
+    (exclusive) one level down, combine, Concat, slice the padding off. After CHAIN_LEVELS_DYN
+    levels the n / b^levels totals left are finished by Hillis–Steele steps, as many as a length
+    below 2^31 needs — on a tensor b^levels times smaller than x.
+    """
+    rank = len(shape)
+    pre, post = shape[:axis], shape[axis + 1:]
+    I_static = int(np.prod(post)) if all(d is not None for d in post) else None
+    small_inner = I_static is not None and I_static < SMALL_INNER
+    b, levels = (RADIX, 4) if small_inner else (DYN_BLOCK, 2)
+    dims = sizes.dims(e, x)
+    P = sizes.product(e, dims[:axis])
+    I = sizes.product(e, dims[axis + 1:])
+    n = dims[axis]
+    view = e.reshape(x, sizes.concat(e, [P, -1, I]) if not isinstance(P, int) or not isinstance(I, int) else [P, -1, I])
+    y = _radix_symbolic(e, view, P, n, I, op, exclusive, reverse, dtype, b, levels, DYN_STEPS)
+    y = e.reshape(y, sizes.shape_tensor(e, x))
+    hs = max(0, DYN_STEPS - levels * int(math.log2(b)))
+    note = (f"symbolic axis length: {levels} levels of blocks of {b}, then {hs} doubling steps on the "
+            f"block totals (exact for every length < 2^{DYN_STEPS}; node count independent of the length)")
+    return y, note
+
+
+def _radix_symbolic(e: Emitter, x: ir.Value, P, n, I, op: str, exclusive: bool, reverse: bool,
+                    dtype: ir.DataType, b: int, levels: int, bits: int) -> ir.Value:
+    """Scan along axis 1 of the [P, n, I] view x, n a run-time [1] int64 (or int)."""
+    if levels == 0:
+        return _doubling(e, x, n, op, exclusive, reverse, dtype, max(0, bits))
+    m = sizes.ceil_div(e, n, b)
+    pad = sizes.sub(e, sizes.mul(e, m, b), n)
+    fill = e.scalar(_identity(op, dtype), dtype)
+    pads = sizes.concat(e, [0, pad, 0, 0, 0, 0] if reverse else [0, 0, 0, 0, pad, 0])
+    x = e.op("Pad", x, pads, fill, mode="constant")
+    rows = sizes.mul(e, P, m)
+    cols = e.split(e.reshape(x, sizes.concat(e, [rows if not isinstance(rows, int) else rows, b, I])
+                             if not (isinstance(rows, int) and isinstance(I, int)) else [rows, b, I]), [1] * b, 1)
+    order = list(range(b - 1, -1, -1)) if reverse else list(range(b))
+    within = _links(e, cols, order, op, dtype)
+    totals = e.reshape(within[order[-1]], sizes.concat(e, [P, m, I]))
+    prefix = _radix_symbolic(e, totals, P, m, I, op, True, reverse, dtype, b, levels - 1, bits - int(math.log2(b)))
+    prefix = e.reshape(prefix, sizes.concat(e, [rows, 1, I]))
+    parts = {}
+    for i, k in enumerate(order):
+        if not exclusive:
+            parts[k] = e.op(op, prefix, within[k], dtype=dtype)
+        else:
+            parts[k] = prefix if i == 0 else e.op(op, prefix, within[order[i - 1]], dtype=dtype)
+    y = e.reshape(e.op("Concat", *[parts[k] for k in range(b)], axis=1, dtype=dtype), sizes.concat(e, [P, -1, I]))
+    start = pad if reverse else 0
+    return e.op("Slice", y, sizes.tensor(e, start), sizes.tensor(e, sizes.add(e, start, n)), e.i64([1]), dtype=dtype)
+
+
+def _doubling(e: Emitter, x: ir.Value, n, op: str, exclusive: bool, reverse: bool, dtype: ir.DataType,
+              steps: int) -> ir.Value:
+    """Hillis–Steele along axis 1 of a [P, n, I] view: `steps` steps y = y ⊕ shift(y, 2^k), each
+    shift a Pad (identity) then Slice; exact for every length < 2^steps."""
+    ident = e.scalar(_identity(op, dtype), dtype)
+    n_t = sizes.tensor(e, n)
 
     def shift(t: ir.Value, s: int) -> ir.Value:
-        w = e.op("Min", e.i64([s]), n)
-        parts = [zeros_before, e.i64([0]), zeros_mid, w, zeros_after] if reverse else [zeros_before, w, zeros_mid, e.i64([0]), zeros_after]
-        parts = [p for p in parts if not (p is zeros_before and axis == 0) and not (p is zeros_after and axis == rank - 1) and not (p is zeros_mid and rank == 1)]
-        pads = e.op("Concat", *parts, axis=0)
-        padded = e.pad(t, pads, ident)
+        w = e.op("Min", e.i64([s]), n_t)
+        pads = e.op("Concat", e.i64([0, 0, 0, 0]), w, e.i64([0]), axis=0) if reverse else \
+            e.op("Concat", e.i64([0]), w, e.i64([0, 0, 0, 0]), axis=0)
+        padded = e.op("Pad", t, pads, ident, mode="constant")
         if reverse:
-            return e.op("Slice", padded, w, e.op("Add", w, n), e.i64([axis]), dtype=dtype)
-        return e.op("Slice", padded, e.i64([0]), n, e.i64([axis]), dtype=dtype)
+            return e.op("Slice", padded, w, e.op("Add", w, n_t), e.i64([1]), dtype=dtype)
+        return e.op("Slice", padded, e.i64([0]), n_t, e.i64([1]), dtype=dtype)
 
     y = x
-    for k in range(DYN_STEPS):
+    for k in range(steps):
         y = e.op(op, y, shift(y, 2**k), dtype=dtype)
     if exclusive:
         y = shift(y, 1)

@@ -167,3 +167,32 @@ def test_checker_and_shape_inference_pass():
     onnx.checker.check_model(r.model, full_check=True)
     inferred = onnx.shape_inference.infer_shapes(r.model, strict_mode=True)
     assert inferred.graph.output[0].name == "y"
+
+
+@pytest.mark.parametrize("layout", ["inner", "outer"])  # slices of 6 contiguous / strided columns
+@pytest.mark.parametrize("exclusive,reverse", [(0, 0), (1, 0), (0, 1), (1, 1)])
+def test_symbolic_axis_one_model_every_length(layout, exclusive, reverse):
+    """ONE converted model, axis length only known at run time, run at lengths that cross every
+    block boundary of the symbolic scan (16, 256, 4, 16, 64, 256): equal to the reference
+    (int64 exactly: wrapping products are associative)."""
+    shape, axis = (["L", 6], 0) if layout == "inner" else ([2, "L"], 1)
+    m = single_op("CumProd", [("x", np.int64, shape)], {"exclusive": exclusive, "reverse": reverse}, opset=17,
+                  domain=DOMAIN, inits={"axis": np.array(axis, np.int64)})
+    r = convert(m, "dml", strategy="lower")
+    (node,) = r.report.nodes
+    assert node.action == "lowered" and "symbolic axis length" in node.note
+    rng = np.random.default_rng(exclusive * 2 + reverse)
+    for n in (1, 2, 3, 4, 5, 15, 16, 17, 63, 64, 65, 255, 256, 257, 1000, 4099):
+        x = rng.integers(-3, 4, [n, 6] if layout == "inner" else [2, n]).astype(np.int64)
+        (y,) = run_cpu(r.model, {"x": x})
+        np.testing.assert_array_equal(y, ref_cumprod(x, axis, exclusive, reverse))
+
+
+def test_symbolic_axis_node_count_is_fixed_and_far_below_31_full_steps():
+    m = single_op("CumProd", [("x", np.float32, [4, "L"])], opset=17, domain=DOMAIN,
+                  inits={"axis": np.array(1, np.int64)})
+    nodes = len(convert(m, "dml", strategy="lower").model.graph.node)
+    m2 = single_op("CumProd", [("x", np.float32, ["L", 40])], opset=17, domain=DOMAIN,
+                   inits={"axis": np.array(0, np.int64)})
+    nodes2 = len(convert(m2, "dml", strategy="lower").model.graph.node)
+    assert nodes < 400 and nodes2 < 400, (nodes, nodes2)
