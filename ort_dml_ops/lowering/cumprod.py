@@ -22,6 +22,10 @@ Pad(constant 1) → Slice, with the pad
 width clipped to the axis length at run time: exact (same products, reassociated) for every
 length < 2^31.
 
+A target may cap how many inputs/outputs one node binds (``max_width``, from the target's
+``max_io_width``: 8 on WebGPU, whose shaders bind each tensor as a storage buffer): chains and
+blocks are then at most that wide, so the scan takes more levels of narrower blocks.
+
 Never Exp/Log. Integers are exact (wrapping multiplication is associative); floats differ
 from the sequential reference only by rounding: see docs/convert.md for the bound.
 """
@@ -96,12 +100,13 @@ class CumProdLowering(Rule):
         reverse = bool(attr_int(node, "reverse"))
         e = Emitter(ctx, node.name or "CumProd")
         n = shape[axis]
+        width = ctx.options.get("max_io_width")
         if n is None:
             y = scan_dynamic(e, x, axis, rank, "Mul", exclusive, reverse, x.dtype)
             note = f"dynamic axis length: {DYN_STEPS}-step doubling scan, exact for every length < 2^{DYN_STEPS}"
         else:
-            y = scan_static(e, x, shape, axis, "Mul", exclusive, reverse, x.dtype)
-            note = f"axis length {n}: {scan_plan(shape, axis)}"
+            y = scan_static(e, x, shape, axis, "Mul", exclusive, reverse, x.dtype, max_width=width)
+            note = f"axis length {n}: {scan_plan(shape, axis, max_width=width)}"
         return e.done([y], note)
 
 
@@ -150,8 +155,9 @@ def chain(e: Emitter, x: ir.Value, n: int, ax: int, op: str, exclusive: bool, re
     return y, total
 
 
-def scan_static(e: Emitter, x: ir.Value, shape: list[int | None], axis: int, op: str, exclusive: bool, reverse: bool, dtype: ir.DataType) -> ir.Value:
-    """Scan along `axis` whose length is known; other dims may be symbolic."""
+def scan_static(e: Emitter, x: ir.Value, shape: list[int | None], axis: int, op: str, exclusive: bool, reverse: bool, dtype: ir.DataType, max_width: int | None = None) -> ir.Value:
+    """Scan along `axis` whose length is known; other dims may be symbolic. No Split or Concat
+    is wider than `max_width` (None: the defaults above)."""
     n = shape[axis]
     rank = len(shape)
     pre, post = shape[:axis], shape[axis + 1:]
@@ -166,18 +172,19 @@ def scan_static(e: Emitter, x: ir.Value, shape: list[int | None], axis: int, op:
             return e.op("Expand", one, e.op("Shape", x), dtype=dtype)
         return e.op("Identity", x, dtype=dtype)
     small_inner = I is not None and I < SMALL_INNER
-    if n <= _chain_max(small_inner):
+    if n <= _chain_max(small_inner, max_width):
         # one chain on x itself: no view, so a graph input is not copied
         piece = ([1 if k == axis else d for k, d in enumerate(shape)] if all_static
                  else _dyn_piece_shape(e, x, axis) if exclusive else None)
         return chain(e, x, n, axis, op, exclusive, reverse, dtype, piece)[0]
     if P is None and I is None:
         return scan_dynamic(e, x, axis, rank, op, exclusive, reverse, dtype)
-    y = radix_scan(e, e.reshape(x, [_dim(P), n, _dim(I)]), P, n, I, op, exclusive, reverse, dtype, small_inner)
+    y = radix_scan(e, e.reshape(x, [_dim(P), n, _dim(I)]), P, n, I, op, exclusive, reverse, dtype, small_inner,
+                   max_width)
     return e.reshape(y, list(shape) if all_static else e.op("Shape", x))
 
 
-def radix_scan(e: Emitter, x: ir.Value, P: int | None, n: int, I: int | None, op: str, exclusive: bool, reverse: bool, dtype: ir.DataType, small_inner: bool) -> ir.Value:
+def radix_scan(e: Emitter, x: ir.Value, P: int | None, n: int, I: int | None, op: str, exclusive: bool, reverse: bool, dtype: ir.DataType, small_inner: bool, max_width: int | None = None) -> ir.Value:
     """Scan along axis 1 of x, a [P, n, I] view (P or I None when symbolic, never both).
 
     Cut the axis into m blocks of b consecutive elements and view them as [P·m, b, I]: one
@@ -185,10 +192,10 @@ def radix_scan(e: Emitter, x: ir.Value, P: int | None, n: int, I: int | None, op
     scanned (exclusive) the same way, recursively; each column is then combined with its
     block's prefix and the columns concatenated back.
     """
-    if n <= _chain_max(small_inner):
+    if n <= _chain_max(small_inner, max_width):
         piece = [P, 1, I] if P is not None and I is not None else _dyn_piece_shape(e, x, 1) if exclusive else None
         return chain(e, x, n, 1, op, exclusive, reverse, dtype, piece)[0]
-    b = _block(n, small_inner)
+    b = _block(n, small_inner, max_width)
     m = -(-n // b)
     if m * b != n:  # pad with the identity: at the end, or at the start of a reverse scan
         pad = m * b - n
@@ -198,7 +205,8 @@ def radix_scan(e: Emitter, x: ir.Value, P: int | None, n: int, I: int | None, op
     order = list(range(b - 1, -1, -1)) if reverse else list(range(b))
     within = _links(e, cols, order, op, dtype)
     totals = within[order[-1]]
-    prefix = radix_scan(e, e.reshape(totals, [_dim(P), m, _dim(I)]), P, m, I, op, True, reverse, dtype, small_inner)
+    prefix = radix_scan(e, e.reshape(totals, [_dim(P), m, _dim(I)]), P, m, I, op, True, reverse, dtype, small_inner,
+                        max_width)
     prefix = e.reshape(prefix, [rows, 1, _dim(I)])
     parts = {}
     for i, k in enumerate(order):
@@ -213,7 +221,7 @@ def radix_scan(e: Emitter, x: ir.Value, P: int | None, n: int, I: int | None, op
     return y
 
 
-def scan_plan(shape: list[int | None], axis: int) -> str:
+def scan_plan(shape: list[int | None], axis: int, max_width: int | None = None) -> str:
     """What scan_static lays out for this axis, for the report: "single chain", or the block
     sizes level by level ("blocks of 4, 4, 4, then a chain of 4")."""
     n = shape[axis]
@@ -223,8 +231,8 @@ def scan_plan(shape: list[int | None], axis: int) -> str:
     if None in shape[:axis] and I is None:
         return f"{DYN_STEPS}-step doubling scan (outer and inner dims symbolic)"
     levels = []
-    while n > _chain_max(small_inner):
-        b = _block(n, small_inner)
+    while n > _chain_max(small_inner, max_width):
+        b = _block(n, small_inner, max_width)
         levels.append(b)
         n = -(-n // b)
     if not levels:
@@ -232,13 +240,18 @@ def scan_plan(shape: list[int | None], axis: int) -> str:
     return f"blocks of {', '.join(map(str, levels))}, then a chain of {n}"
 
 
-def _chain_max(small_inner: bool) -> int:
-    return CHAIN_MAX if small_inner else FLAT_MAX
+def _chain_max(small_inner: bool, max_width: int | None = None) -> int:
+    limit = CHAIN_MAX if small_inner else FLAT_MAX
+    return limit if max_width is None else min(limit, max_width)
 
 
-def _block(n: int, small_inner: bool) -> int:
-    """Elements per block: a few strided columns, or about √n contiguous slices."""
-    return radix(n) if small_inner else block_size(n)[1]
+def _block(n: int, small_inner: bool, max_width: int | None = None) -> int:
+    """Elements per block: a few strided columns, or about √n contiguous slices; at most
+    `max_width` (then the widest divisor of n from max_width/2 up, else max_width, padded)."""
+    b = radix(n) if small_inner else block_size(n)[1]
+    if max_width is None or b <= max_width:
+        return b
+    return next((d for d in range(max_width, max(2, max_width // 2) - 1, -1) if n % d == 0), max_width)
 
 
 def radix(n: int) -> int:
