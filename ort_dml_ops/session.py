@@ -16,15 +16,24 @@ everything on the CPU without a word when no adapter exists; here that is an err
 from __future__ import annotations
 
 import itertools
-import re
 import os
+import re
 import warnings
 from pathlib import Path
 
 import onnx
 import onnxruntime as ort
-from onnxruntime.capi.onnxruntime_pybind11_state import Fail, InvalidArgument, InvalidGraph, InvalidProtobuf, NoSuchFile
-from onnxruntime.capi.onnxruntime_pybind11_state import NotImplemented as NotImplemented_
+from onnxruntime.capi.onnxruntime_pybind11_state import (
+    EPFail,
+    Fail,
+    InvalidArgument,
+    InvalidGraph,
+    InvalidProtobuf,
+    NoSuchFile,
+)
+from onnxruntime.capi.onnxruntime_pybind11_state import (
+    NotImplemented as NotImplemented_,
+)
 
 from . import fallback
 from .errors import UserError
@@ -75,6 +84,8 @@ def InferenceSession(model, providers=None, sess_options: ort.SessionOptions | N
         _add_webgpu(so, plugin[0], providers)
         # ORT ignores the devices added to the options when `providers` is given as well
         providers = None
+        # ORT's Python layer would print the EP's failure and retry on the CPU: a silent CPU run
+        kwargs.setdefault("enable_fallback", 0)
     if providers is not None and DML in [_provider_name(p) for p in providers]:
         so.enable_mem_pattern = False  # required by the DirectML EP
         so.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
@@ -98,6 +109,10 @@ def InferenceSession(model, providers=None, sess_options: ort.SessionOptions | N
             session = session_class(source, so, **kwargs)
         else:
             session = session_class(source, so, providers=providers, **kwargs)
+    except (EPFail, RuntimeError) as exc:
+        if not plugin:
+            raise
+        raise UserError(f"the WebGPU EP cannot start: {_adapter_reason(exc)}") from None
     except (Fail, InvalidArgument, InvalidGraph, InvalidProtobuf, NoSuchFile, NotImplemented_) as exc:
         what = os.fspath(model) if isinstance(model, (str, os.PathLike)) else "the model"
         raise UserError(f"{what}: ONNX Runtime cannot load the model ({_ort_reason(exc)})") from None
@@ -141,6 +156,13 @@ def webgpu_devices() -> list:
                 "(make webgpu-lane sets it up)")
         raise UserError(f"no WebGPU adapter: the WebGPU EP found no device (no GPU or no Vulkan driver){hint}")
     return devices
+
+
+def _adapter_reason(exc: Exception) -> str:
+    """The plugin's own words ("Failed to get a WebGPU adapter: No supported adapters"), one line."""
+    text = " ".join(str(exc).split())
+    tail = text.rsplit(" was false. ", 1)[-1] if " was false. " in text else _ort_reason(exc)
+    return f"no WebGPU adapter ({tail})" if "adapter" in tail.lower() else tail
 
 
 def _add_webgpu(so: ort.SessionOptions, requested, providers: list) -> None:

@@ -32,8 +32,13 @@ from onnx import helper
 from . import models
 from .timing import interleaved, quiet_session_options
 
-CASES = (("CumSum", None), ("CumProd", None), ("ScatterElements", "none"), ("ScatterElements", "add"),
-         ("ScatterElements", "max"))
+CASES = (
+    ("CumSum", None),
+    ("CumProd", None),
+    ("ScatterElements", "none"),
+    ("ScatterElements", "add"),
+    ("ScatterElements", "max"),
+)
 VARIANTS = ("native", "lowered", "cpu")
 WEBGPU = "WebGpuExecutionProvider"
 OP_NODE = "op"
@@ -45,7 +50,11 @@ def sandwich(model: onnx.ModelProto) -> onnx.ModelProto:
     m.CopyFrom(model)
     g = m.graph
     g.node[0].name = OP_NODE
-    floats = [i.name for i in g.input if i.type.tensor_type.elem_type == onnx.TensorProto.FLOAT]
+    floats = [
+        i.name
+        for i in g.input
+        if i.type.tensor_type.elem_type == onnx.TensorProto.FLOAT
+    ]
     pre = []
     for name in floats:
         pre.append(helper.make_node("Neg", [name], [f"{name}_neg"], name=f"neg_{name}"))
@@ -80,18 +89,34 @@ def _vulkan_device_names() -> list[str]:
     vk = ctypes.CDLL("libvulkan.so.1")
 
     class AppInfo(ctypes.Structure):
-        _fields_ = [("sType", ctypes.c_int), ("pNext", ctypes.c_void_p), ("pApplicationName", ctypes.c_char_p),
-                    ("applicationVersion", ctypes.c_uint32), ("pEngineName", ctypes.c_char_p),
-                    ("engineVersion", ctypes.c_uint32), ("apiVersion", ctypes.c_uint32)]
+        _fields_ = [
+            ("sType", ctypes.c_int),
+            ("pNext", ctypes.c_void_p),
+            ("pApplicationName", ctypes.c_char_p),
+            ("applicationVersion", ctypes.c_uint32),
+            ("pEngineName", ctypes.c_char_p),
+            ("engineVersion", ctypes.c_uint32),
+            ("apiVersion", ctypes.c_uint32),
+        ]
 
     class CreateInfo(ctypes.Structure):
-        _fields_ = [("sType", ctypes.c_int), ("pNext", ctypes.c_void_p), ("flags", ctypes.c_uint32),
-                    ("pApplicationInfo", ctypes.POINTER(AppInfo)), ("enabledLayerCount", ctypes.c_uint32),
-                    ("ppEnabledLayerNames", ctypes.c_void_p), ("enabledExtensionCount", ctypes.c_uint32),
-                    ("ppEnabledExtensionNames", ctypes.c_void_p)]
+        _fields_ = [
+            ("sType", ctypes.c_int),
+            ("pNext", ctypes.c_void_p),
+            ("flags", ctypes.c_uint32),
+            ("pApplicationInfo", ctypes.POINTER(AppInfo)),
+            ("enabledLayerCount", ctypes.c_uint32),
+            ("ppEnabledLayerNames", ctypes.c_void_p),
+            ("enabledExtensionCount", ctypes.c_uint32),
+            ("ppEnabledExtensionNames", ctypes.c_void_p),
+        ]
 
-    app = AppInfo(0, None, b"ort-dml-ops", 1, None, 0, (1 << 22))  # VK_STRUCTURE_TYPE_APPLICATION_INFO, 1.0
-    info = CreateInfo(1, None, 0, ctypes.pointer(app), 0, None, 0, None)  # ..._INSTANCE_CREATE_INFO
+    app = AppInfo(
+        0, None, b"ort-dml-ops", 1, None, 0, (1 << 22)
+    )  # VK_STRUCTURE_TYPE_APPLICATION_INFO, 1.0
+    info = CreateInfo(
+        1, None, 0, ctypes.pointer(app), 0, None, 0, None
+    )  # ..._INSTANCE_CREATE_INFO
     inst = ctypes.c_void_p()
     if vk.vkCreateInstance(ctypes.byref(info), None, ctypes.byref(inst)) != 0:
         raise RuntimeError("vkCreateInstance failed")
@@ -102,7 +127,9 @@ def _vulkan_device_names() -> list[str]:
         vk.vkEnumeratePhysicalDevices(inst, ctypes.byref(n), devs)
         names = []
         for d in devs:
-            props = ctypes.create_string_buffer(1024)  # VkPhysicalDeviceProperties: name at byte 20
+            props = ctypes.create_string_buffer(
+                1024
+            )  # VkPhysicalDeviceProperties: name at byte 20
             vk.vkGetPhysicalDeviceProperties(ctypes.c_void_p(d), props)
             names.append(props.raw[20:276].split(b"\0")[0].decode(errors="replace"))
         return names or ["no Vulkan device"]
@@ -110,7 +137,9 @@ def _vulkan_device_names() -> list[str]:
         vk.vkDestroyInstance(inst, None)
 
 
-def _session(model: onnx.ModelProto, force_cpu: bool = False, profile_dir: str | None = None):
+def _session(
+    model: onnx.ModelProto, force_cpu: bool = False, profile_dir: str | None = None
+):
     from ..session import InferenceSession
 
     so = quiet_session_options(log_severity_level=3)
@@ -121,7 +150,9 @@ def _session(model: onnx.ModelProto, force_cpu: bool = False, profile_dir: str |
     options = {"forceCpuNodeNames": OP_NODE} if force_cpu else {}
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        return InferenceSession(model, providers=[("WebGpuExecutionProvider", options)], sess_options=so)
+        return InferenceSession(
+            model, providers=[("WebGpuExecutionProvider", options)], sess_options=so
+        )
 
 
 def _placement(session) -> dict:
@@ -139,8 +170,13 @@ def _copies(model, force_cpu: bool, feeds: dict) -> int:
         path = s.end_profiling()
         with open(path) as f:
             events = json.load(f)
-    return sum(1 for e in events if e.get("cat") == "Node" and e.get("name", "").endswith("_kernel_time")
-               and str((e.get("args") or {}).get("op_name", "")).startswith("Memcpy"))
+    return sum(
+        1
+        for e in events
+        if e.get("cat") == "Node"
+        and e.get("name", "").endswith("_kernel_time")
+        and str((e.get("args") or {}).get("op_name", "")).startswith("Memcpy")
+    )
 
 
 def _models(op: str, reduction: str | None, shape, axis: int) -> dict:
@@ -151,22 +187,37 @@ def _models(op: str, reduction: str | None, shape, axis: int) -> dict:
         native = sandwich(models.scatter_model(reduction, "float32", shape, axis))
     else:
         native = sandwich(models.scan_model(op, "float32", shape, axis))
-    out = {"native": (native, False) if op != "CumProd" else "the WebGPU EP has no CumProd kernel",
-           "cpu": (native, True)}
+    out = {
+        "native": (native, False)
+        if op != "CumProd"
+        else "the WebGPU EP has no CumProd kernel",
+        "cpu": (native, True),
+    }
     src = native
-    if op == "CumProd":  # lower the project's domain op (the ONNX-26 model does not load below opset 26 elsewhere)
+    if (
+        op == "CumProd"
+    ):  # lower the project's domain op (the ONNX-26 model does not load below opset 26 elsewhere)
         from .._domain import DOMAIN
 
         src = sandwich(models.scan_model(op, "float32", shape, axis, domain=DOMAIN))
     try:
-        out["lowered"] = (convert(src, "webgpu", strategy="lower", with_inspect=False).model, False)
+        out["lowered"] = (
+            convert(src, "webgpu", strategy="lower", with_inspect=False).model,
+            False,
+        )
     except Exception as exc:  # noqa: BLE001 - reported as n/a
         out["lowered"] = f"convert failed: {str(exc).splitlines()[0][:160]}"
     return out
 
 
-def run_webgpu(sizes, reps: int = 5, axes=(0, 1), cases=CASES, budget_s: float | None = None,
-               progress=None) -> dict:
+def run_webgpu(
+    sizes,
+    reps: int = 5,
+    axes=(0, 1),
+    cases=CASES,
+    budget_s: float | None = None,
+    progress=None,
+) -> dict:
     """The record: {"adapter", "rows": [{case, size, axis, <variant>: ms | n/a, ...}]}."""
     from ..session import webgpu_devices
 
@@ -176,8 +227,14 @@ def run_webgpu(sizes, reps: int = 5, axes=(0, 1), cases=CASES, budget_s: float |
         for size in sizes:
             for axis in axes:
                 shape = models.shape_for(size)
-                row = {"case": models.case_name(op, reduction, "float32", size, axis), "op": op,
-                       "reduction": reduction, "size": int(np.prod(shape)), "shape": shape, "axis": axis}
+                row = {
+                    "case": models.case_name(op, reduction, "float32", size, axis),
+                    "op": op,
+                    "reduction": reduction,
+                    "size": int(np.prod(shape)),
+                    "shape": shape,
+                    "axis": axis,
+                }
                 if progress:
                     progress(row["case"])
                 feeds = models.feeds_for(op, reduction, "float32", shape, axis)
@@ -194,12 +251,16 @@ def run_webgpu(sizes, reps: int = 5, axes=(0, 1), cases=CASES, budget_s: float |
                     except Exception as exc:  # noqa: BLE001 - e.g. a binding limit of the device
                         row[v] = f"n/a: {' '.join(str(exc).split())[:200]}"
                         continue
-                    err = float(np.max(np.abs(got - want) / (1 + np.abs(want)))) if want.size else 0.0
+                    err = (
+                        float(np.max(np.abs(got - want) / (1 + np.abs(want))))
+                        if want.size
+                        else 0.0
+                    )
                     row[f"{v}_max_rel_err"] = err
                     row[f"{v}_nodes"] = _placement(s)
                     row[f"{v}_copies"] = _copies(model, force, feeds)
                     sessions[v] = s
-                    fns[v] = (lambda s=s: s.run(None, feeds))
+                    fns[v] = lambda s=s, feeds=feeds: s.run(None, feeds)
                 first = {}
                 for v, fn in fns.items():
                     t0 = time.perf_counter()
@@ -210,33 +271,61 @@ def run_webgpu(sizes, reps: int = 5, axes=(0, 1), cases=CASES, budget_s: float |
                     row[v] = round(r["median_s"] * 1e3, 3)
                     row[f"{v}_reps"] = r["reps"]
                 rows.append(row)
-    return {"target": "webgpu", "adapter": adapter_name(), "provider": WEBGPU,
-            "software_adapter": os.environ.get("ORT_WEBGPU_EP_ALLOW_SOFTWARE_ADAPTER") == "1",
-            "reps": reps, "rows": rows}
+    return {
+        "target": "webgpu",
+        "adapter": adapter_name(),
+        "provider": WEBGPU,
+        "software_adapter": os.environ.get("ORT_WEBGPU_EP_ALLOW_SOFTWARE_ADAPTER")
+        == "1",
+        "reps": reps,
+        "rows": rows,
+    }
 
 
 def table(result: dict) -> str:
     """A Markdown table: ms per variant, ratios to the CPU path, copies and max relative error."""
-    lines = [f"adapter: {result['adapter']}" + (" (software GPU: counts work, not GPU time)"
-                                                if "llvmpipe" in result["adapter"] else ""),
-             "",
-             "| case | native WebGPU ms | lowered on WebGPU ms | CPU path ms | native / CPU | lowered / CPU "
-             "| copies native / lowered / CPU | nodes on CPU (lowered) | max rel err |",
-             "|---|---|---|---|---|---|---|---|---|"]
+    soft = (
+        " (software GPU: counts work, not GPU time)"
+        if "llvmpipe" in result["adapter"]
+        else ""
+    )
+    lines = [
+        f"adapter: {result['adapter']}{soft}",
+        "",
+        (
+            "| case | native WebGPU ms | lowered on WebGPU ms | CPU path ms | native / CPU | lowered / CPU "
+            "| copies native / lowered / CPU | nodes on CPU (lowered) | max rel err |"
+        ),
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
 
     def ms(v):
         return f"{v:.2f}" if isinstance(v, (int, float)) else "n/a"
 
     def ratio(a, b):
-        return f"{a / b:.2f}×" if isinstance(a, (int, float)) and isinstance(b, (int, float)) and b else "—"
+        return (
+            f"{a / b:.2f}×"
+            if isinstance(a, (int, float)) and isinstance(b, (int, float)) and b
+            else "—"
+        )
 
     for r in result["rows"]:
         copies = " / ".join(str(r.get(f"{v}_copies", "—")) for v in VARIANTS)
-        cpu_nodes = r.get("lowered_nodes", {}).get("CPUExecutionProvider", 0) if "lowered_nodes" in r else "—"
+        cpu_nodes = (
+            r.get("lowered_nodes", {}).get("CPUExecutionProvider", 0)
+            if "lowered_nodes" in r
+            else "—"
+        )
         err = max((r[k] for k in r if k.endswith("_max_rel_err")), default=None)
-        lines.append(f"| {r['case']} | {ms(r.get('native'))} | {ms(r.get('lowered'))} | {ms(r.get('cpu'))} | "
-                     f"{ratio(r.get('native'), r.get('cpu'))} | {ratio(r.get('lowered'), r.get('cpu'))} | {copies} | "
-                     f"{cpu_nodes} | {'' if err is None else f'{err:.1e}'} |")
-    notes = [f"- {r['case']} {v}: {r[v]}" for r in result["rows"] for v in VARIANTS
-             if isinstance(r.get(v), str)]
+        lines.append(
+            f"| {r['case']} | {ms(r.get('native'))} | {ms(r.get('lowered'))} | {ms(r.get('cpu'))} | "
+            f"{ratio(r.get('native'), r.get('cpu'))} | {ratio(r.get('lowered'), r.get('cpu'))} | {copies} | "
+            f"{cpu_nodes} | {'' if err is None else f'{err:.1e}'} |"
+        )
+    notes = [
+        f"- {r['case']} {v}: {r[v]}"
+        for r in result["rows"]
+        for v in VARIANTS
+        if isinstance(r.get(v), str)
+    ]
     return "\n".join(lines + ([""] + notes if notes else []))

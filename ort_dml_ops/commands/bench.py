@@ -112,7 +112,8 @@ def _run_webgpu(args) -> int:
 
 def run(args) -> int:
     from ..bench import report
-    from ..bench.runner import Config, progress_line, run as run_bench
+    from ..bench.runner import Config, progress_line
+    from ..bench.runner import run as run_bench
     from ..errors import UserError
 
     if args.chart:  # fail before minutes of measuring, in one line

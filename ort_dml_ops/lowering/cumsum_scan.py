@@ -18,11 +18,24 @@ from __future__ import annotations
 import onnx_ir as ir
 
 from .._domain import DOMAIN
-from ._base import Emitter, Rewrite, RewriteContext, Rule, attr_int, const_array, static_shape
+from ._base import (
+    Emitter,
+    Rewrite,
+    RewriteContext,
+    Rule,
+    attr_int,
+    const_array,
+    static_shape,
+)
 from .cumprod import scan_plan, scan_static
 
 #: element types the WebGPU EP runs Add, Split and Concat for (recorded table, webgpu_0.4.0.json)
-SUPPORTED = {ir.DataType.FLOAT, ir.DataType.FLOAT16, ir.DataType.INT32, ir.DataType.UINT32}
+SUPPORTED = {
+    ir.DataType.FLOAT,
+    ir.DataType.FLOAT16,
+    ir.DataType.INT32,
+    ir.DataType.UINT32,
+}
 
 
 class CumSumScan(Rule):
@@ -34,8 +47,14 @@ class CumSumScan(Rule):
 
     def check(self, node: ir.Node, ctx: RewriteContext) -> str | None:
         x = node.inputs[0]
-        if len(node.inputs) < 2 or node.inputs[1] is None or const_array(node.inputs[1]) is None:
-            return "the axis input is not a constant; the scan is laid out at convert time"
+        if (
+            len(node.inputs) < 2
+            or node.inputs[1] is None
+            or const_array(node.inputs[1]) is None
+        ):
+            return (
+                "the axis input is not a constant; the scan is laid out at convert time"
+            )
         shape = static_shape(x)
         if shape is None:
             return "the rank of the input is unknown"
@@ -54,8 +73,17 @@ class CumSumScan(Rule):
         axis = int(const_array(node.inputs[1]).reshape(-1)[0]) % len(shape)
         width = ctx.options.get("max_io_width")
         e = Emitter(ctx, node.name or "CumSum")
-        y = scan_static(e, x, shape, axis, "Add", bool(attr_int(node, "exclusive")), bool(attr_int(node, "reverse")),
-                        x.dtype, max_width=width)
+        y = scan_static(
+            e,
+            x,
+            shape,
+            axis,
+            "Add",
+            bool(attr_int(node, "exclusive")),
+            bool(attr_int(node, "reverse")),
+            x.dtype,
+            max_width=width,
+        )
         note = f"axis length {shape[axis]}: {scan_plan(shape, axis, max_width=width)}"
         if x.dtype in (ir.DataType.FLOAT, ir.DataType.FLOAT16):
             note += "; float sums in blocked order: differs from the sequential sum by rounding, within (n-1)·eps·Σ|x|"

@@ -36,7 +36,18 @@ from onnx import helper as h
 WEBGPU = "WebGpuExecutionProvider"
 MIN_OPSET = 11
 MAX_OPSET = 26
-DTYPES = (T.FLOAT, T.FLOAT16, T.DOUBLE, T.INT32, T.INT64, T.UINT32, T.UINT64, T.BOOL, T.INT8, T.UINT8)
+DTYPES = (
+    T.FLOAT,
+    T.FLOAT16,
+    T.DOUBLE,
+    T.INT32,
+    T.INT64,
+    T.UINT32,
+    T.UINT64,
+    T.BOOL,
+    T.INT8,
+    T.UINT8,
+)
 D = [2, 3, 4]
 
 
@@ -48,7 +59,9 @@ class Input:
     value: np.ndarray | None = None  # None: random values of `elem`
     init: bool = False  # an initializer (a constant parameter), else a graph input
     param: bool = False  # an int64 parameter whose memory side is measured
-    symbolic: bool = False  # declared with symbolic dims (so Shape/Size are not constant-folded)
+    symbolic: bool = (
+        False  # declared with symbolic dims (so Shape/Size are not constant-folded)
+    )
 
 
 @dataclass
@@ -78,9 +91,17 @@ class OpCase:
                 continue
             v = _value(i)
             if i.name == feed_params_from_cpu:
-                ins.append(h.make_tensor_value_info(i.name + "_in", i.elem, list(v.shape)))
-                inits.append(onnx.numpy_helper.from_array(np.ones([], dtype=np.int64), "one_i64"))
-                nodes.append(h.make_node("Mul", [i.name + "_in", "one_i64"], [i.name], name="cpu_mul"))
+                ins.append(
+                    h.make_tensor_value_info(i.name + "_in", i.elem, list(v.shape))
+                )
+                inits.append(
+                    onnx.numpy_helper.from_array(np.ones([], dtype=np.int64), "one_i64")
+                )
+                nodes.append(
+                    h.make_node(
+                        "Mul", [i.name + "_in", "one_i64"], [i.name], name="cpu_mul"
+                    )
+                )
             elif i.init:
                 inits.append(onnx.numpy_helper.from_array(v, i.name))
             else:
@@ -88,27 +109,48 @@ class OpCase:
                 ins.append(h.make_tensor_value_info(i.name, i.elem, dims))
             names.append(i.name)
         outs = [f"y{k}" for k in range(self.outputs)]
-        nodes.append(h.make_node(self.op, names, outs, name="op", domain=self.domain, **self.attrs))
-        g = h.make_graph(nodes, "single_op", ins, [onnx.ValueInfoProto(name=o) for o in outs], inits)
+        nodes.append(
+            h.make_node(
+                self.op, names, outs, name="op", domain=self.domain, **self.attrs
+            )
+        )
+        g = h.make_graph(
+            nodes, "single_op", ins, [onnx.ValueInfoProto(name=o) for o in outs], inits
+        )
         m = h.make_model(g, opset_imports=[h.make_opsetid("", self.opset)])
         m.ir_version = 8 if self.opset < 21 else 10
         # the outputs' types, from ONNX shape inference (the model states them, as exporters do)
-        inferred = {v.name: v.type for v in onnx.shape_inference.infer_shapes(m).graph.value_info}
+        inferred = {
+            v.name: v.type
+            for v in onnx.shape_inference.infer_shapes(m).graph.value_info
+        }
         for o in m.graph.output:
             t = inferred.get(o.name)
-            if t is not None and t.tensor_type.elem_type and t.tensor_type.HasField("shape"):
+            if (
+                t is not None
+                and t.tensor_type.elem_type
+                and t.tensor_type.HasField("shape")
+            ):
                 o.type.CopyFrom(t)
             else:  # not inferred (MaxUnpool with an output_shape input): the swept type, first input's rank
                 rank = len(self.inputs[0].shape)
-                elem = t.tensor_type.elem_type if t is not None and t.tensor_type.elem_type else self.dtype
-                o.type.CopyFrom(h.make_tensor_type_proto(elem, [f"o{k}" for k in range(rank)]))
+                elem = (
+                    t.tensor_type.elem_type
+                    if t is not None and t.tensor_type.elem_type
+                    else self.dtype
+                )
+                o.type.CopyFrom(
+                    h.make_tensor_type_proto(elem, [f"o{k}" for k in range(rank)])
+                )
         return m
 
     def feeds(self, feed_params_from_cpu: str | None = None) -> dict:
         out = {}
         for i in self.inputs:
             if i.name and (not i.init or i.name == feed_params_from_cpu):
-                out[i.name + ("_in" if i.name == feed_params_from_cpu else "")] = _value(i)
+                out[i.name + ("_in" if i.name == feed_params_from_cpu else "")] = (
+                    _value(i)
+                )
         return out
 
     def since_version(self) -> int:
@@ -135,14 +177,64 @@ def _x(t, shape=None, name="x"):
 
 
 def _scalar(name, t, v, init=True):
-    return Input(name, t, [], np.asarray(v, dtype=onnx.helper.tensor_dtype_to_np_dtype(t)), init=init)
+    return Input(
+        name,
+        t,
+        [],
+        np.asarray(v, dtype=onnx.helper.tensor_dtype_to_np_dtype(t)),
+        init=init,
+    )
 
 
-UNARY = ("Neg", "Abs", "Relu", "Sigmoid", "Sqrt", "Floor", "Ceil", "Exp", "Log", "Tanh", "Erf", "Reciprocal",
-         "Not", "IsNaN", "IsInf", "Identity", "Sign", "Round", "Softmax", "Transpose", "NonZero", "Shape", "Size")
-BINARY = ("Add", "Sub", "Mul", "Div", "Min", "Max", "Equal", "Less", "Greater", "LessOrEqual", "GreaterOrEqual",
-          "And", "Or", "Xor", "Mod", "Pow", "MatMul")
-SCATTER_REDUCTIONS = {11: ("none",), 16: ("none", "add", "mul"), 18: ("none", "add", "mul", "max", "min")}
+UNARY = (
+    "Neg",
+    "Abs",
+    "Relu",
+    "Sigmoid",
+    "Sqrt",
+    "Floor",
+    "Ceil",
+    "Exp",
+    "Log",
+    "Tanh",
+    "Erf",
+    "Reciprocal",
+    "Not",
+    "IsNaN",
+    "IsInf",
+    "Identity",
+    "Sign",
+    "Round",
+    "Softmax",
+    "Transpose",
+    "NonZero",
+    "Shape",
+    "Size",
+)
+BINARY = (
+    "Add",
+    "Sub",
+    "Mul",
+    "Div",
+    "Min",
+    "Max",
+    "Equal",
+    "Less",
+    "Greater",
+    "LessOrEqual",
+    "GreaterOrEqual",
+    "And",
+    "Or",
+    "Xor",
+    "Mod",
+    "Pow",
+    "MatMul",
+)
+SCATTER_REDUCTIONS = {
+    11: ("none",),
+    16: ("none", "add", "mul"),
+    18: ("none", "add", "mul", "max", "min"),
+}
 
 
 def _variants(op: str, opset: int, t: int):
@@ -154,7 +246,16 @@ def _variants(op: str, opset: int, t: int):
         return [("", [_x(t)], attrs, 1)]
     if op in BINARY:
         b = _x(t, [4, 5], "b") if op == "MatMul" else _x(t, D, "b")
-        return [("", [_x(t, name="a"), b], {"fmod": 1} if op == "Mod" and t in (T.FLOAT, T.FLOAT16, T.DOUBLE) else {}, 1)]
+        return [
+            (
+                "",
+                [_x(t, name="a"), b],
+                {"fmod": 1}
+                if op == "Mod" and t in (T.FLOAT, T.FLOAT16, T.DOUBLE)
+                else {},
+                1,
+            )
+        ]
     if op == "Where":
         return [("", [Input("c", T.BOOL, D), _x(t, name="a"), _x(t, name="b")], {}, 1)]
     if op == "Cast":  # every (from, to) pair of DTYPES: `t` is the source type
@@ -162,10 +263,18 @@ def _variants(op: str, opset: int, t: int):
     if op in ("CumSum", "CumProd"):
         return [("", [_x(t), _i64("axis", 1)], {}, 1)]
     if op in ("ScatterElements", "ScatterND", "Scatter"):
-        red = [r for v, rs in SCATTER_REDUCTIONS.items() if v <= opset for r in rs][-5:] if op != "Scatter" else ["none"]
+        red = (
+            [r for v, rs in SCATTER_REDUCTIONS.items() if v <= opset for r in rs][-5:]
+            if op != "Scatter"
+            else ["none"]
+        )
         red = list(dict.fromkeys(red))
         if op == "ScatterND":
-            ins = [_x(t, name="data"), Input("idx", T.INT64, [2, 1], np.array([[0], [1]])), _x(t, D, "upd")]
+            ins = [
+                _x(t, name="data"),
+                Input("idx", T.INT64, [2, 1], np.array([[0], [1]])),
+                _x(t, D, "upd"),
+            ]
         else:
             idx = np.tile(np.arange(3).reshape(1, 3, 1), (2, 1, 4))
             ins = [_x(t, name="data"), Input("idx", T.INT64, D, idx), _x(t, D, "upd")]
@@ -183,21 +292,53 @@ def _variants(op: str, opset: int, t: int):
     if op == "Tile":
         return [("", [_x(t), _i64("repeats", [1, 2, 1])], {}, 1)]
     if op == "Pad":
-        return [("", [_x(t), _i64("pads", [0, 1, 0, 0, 1, 0]), _scalar("value", t, 1)], {}, 1)]
+        return [
+            (
+                "",
+                [_x(t), _i64("pads", [0, 1, 0, 0, 1, 0]), _scalar("value", t, 1)],
+                {},
+                1,
+            )
+        ]
     if op == "Slice":
-        return [("", [_x(t), _i64("starts", [0]), _i64("ends", [2]), _i64("axes", [1])], {}, 1)]
+        return [
+            (
+                "",
+                [_x(t), _i64("starts", [0]), _i64("ends", [2]), _i64("axes", [1])],
+                {},
+                1,
+            )
+        ]
     if op in ("Gather", "GatherElements"):
-        idx = np.array([2, 0]) if op == "Gather" else np.tile(np.array([2, 0, 1]).reshape(1, 3, 1), (2, 1, 4))
-        return [("", [_x(t), Input("idx", T.INT64, list(idx.shape), idx)], {"axis": 1}, 1)]
+        idx = (
+            np.array([2, 0])
+            if op == "Gather"
+            else np.tile(np.array([2, 0, 1]).reshape(1, 3, 1), (2, 1, 4))
+        )
+        return [
+            ("", [_x(t), Input("idx", T.INT64, list(idx.shape), idx)], {"axis": 1}, 1)
+        ]
     if op == "GatherND":
-        return [("", [_x(t), Input("idx", T.INT64, [2, 1], np.array([[1], [0]]))], {}, 1)]
+        return [
+            ("", [_x(t), Input("idx", T.INT64, [2, 1], np.array([[1], [0]]))], {}, 1)
+        ]
     if op == "TopK":
         return [("", [_x(t), _i64("k", [2])], {"axis": -1}, 2)]
     if op == "ArgMax":
         return [("", [_x(t)], {"axis": 1}, 1)]
     if op == "OneHot":
-        return [("", [Input("idx", T.INT64, [3], np.array([0, 2, 4])), _i64("depth", [5]),
-                      Input("values", t, [2], np.array([0, 1]), init=True)], {}, 1)]
+        return [
+            (
+                "",
+                [
+                    Input("idx", T.INT64, [3], np.array([0, 2, 4])),
+                    _i64("depth", [5]),
+                    Input("values", t, [2], np.array([0, 1]), init=True),
+                ],
+                {},
+                1,
+            )
+        ]
     if op in ("ReduceMax", "ReduceMin", "ReduceSum", "ReduceMean"):
         as_input = opset >= (13 if op == "ReduceSum" else 18)
         if as_input:
@@ -209,14 +350,45 @@ def _variants(op: str, opset: int, t: int):
             return [("", [x, _i64("axes", [1])], {}, 1)]
         return [("", [x], {"axes": [1]}, 1)]
     if op == "MaxUnpool":
-        return [("", [_x(t, [1, 1, 2, 2]), Input("i", T.INT64, [1, 1, 2, 2], np.array([0, 3, 9, 14]).reshape(1, 1, 2, 2)),
-                      _i64("output_shape", [1, 1, 4, 4])], {"kernel_shape": [2, 2], "strides": [2, 2]}, 1)]
+        return [
+            (
+                "",
+                [
+                    _x(t, [1, 1, 2, 2]),
+                    Input(
+                        "i",
+                        T.INT64,
+                        [1, 1, 2, 2],
+                        np.array([0, 3, 9, 14]).reshape(1, 1, 2, 2),
+                    ),
+                    _i64("output_shape", [1, 1, 4, 4]),
+                ],
+                {"kernel_shape": [2, 2], "strides": [2, 2]},
+                1,
+            )
+        ]
     if op == "Range":
-        return [("", [_scalar("start", t, 0, init=False), _scalar("limit", t, 5, init=False),
-                      _scalar("delta", t, 1, init=False)], {}, 1)]
+        return [
+            (
+                "",
+                [
+                    _scalar("start", t, 0, init=False),
+                    _scalar("limit", t, 5, init=False),
+                    _scalar("delta", t, 1, init=False),
+                ],
+                {},
+                1,
+            )
+        ]
     if op == "ConstantOfShape":
-        return [("", [Input("shape", T.INT64, [2], np.array([2, 3]))],
-                 {"value": h.make_tensor("v", t, [1], [1])}, 1)]
+        return [
+            (
+                "",
+                [Input("shape", T.INT64, [2], np.array([2, 3]))],
+                {"value": h.make_tensor("v", t, [1], [1])},
+                1,
+            )
+        ]
     if op == "Clip":
         return [("", [_x(t), _scalar("lo", t, 1), _scalar("hi", t, 3)], {}, 1)]
     if op == "Gemm":
@@ -226,18 +398,63 @@ def _variants(op: str, opset: int, t: int):
     if op == "Trilu":
         return [("", [_x(t, [3, 4])], {}, 1)]
     if op == "Einsum":
-        return [("", [_x(t, [3, 4], "a"), _x(t, [4, 5], "b")], {"equation": "ij,jk->ik"}, 1)]
+        return [
+            ("", [_x(t, [3, 4], "a"), _x(t, [4, 5], "b")], {"equation": "ij,jk->ik"}, 1)
+        ]
     raise KeyError(op)
 
 
-OPS = tuple(sorted(set(UNARY) | set(BINARY) | {
-    "Where", "Cast", "CumSum", "CumProd", "ScatterElements", "ScatterND", "Scatter", "Split", "Concat", "Reshape",
-    "Expand", "Tile", "Pad", "Slice", "Gather", "GatherElements", "GatherND", "TopK", "ArgMax", "OneHot",
-    "ReduceMax", "ReduceMin", "ReduceSum", "ReduceMean", "Unsqueeze", "Squeeze", "MaxUnpool", "Range",
-    "ConstantOfShape", "Clip", "Gemm", "LayerNormalization", "Trilu", "Einsum"}))
+OPS = tuple(
+    sorted(
+        set(UNARY)
+        | set(BINARY)
+        | {
+            "Where",
+            "Cast",
+            "CumSum",
+            "CumProd",
+            "ScatterElements",
+            "ScatterND",
+            "Scatter",
+            "Split",
+            "Concat",
+            "Reshape",
+            "Expand",
+            "Tile",
+            "Pad",
+            "Slice",
+            "Gather",
+            "GatherElements",
+            "GatherND",
+            "TopK",
+            "ArgMax",
+            "OneHot",
+            "ReduceMax",
+            "ReduceMin",
+            "ReduceSum",
+            "ReduceMean",
+            "Unsqueeze",
+            "Squeeze",
+            "MaxUnpool",
+            "Range",
+            "ConstantOfShape",
+            "Clip",
+            "Gemm",
+            "LayerNormalization",
+            "Trilu",
+            "Einsum",
+        }
+    )
+)
 
 #: the constraint each op's sweep varies (the schema's first one unless named here)
-SWEPT = {"OneHot": "T3", "ConstantOfShape": "T2", "Cast": None, "Range": "T", "Where": "T"}
+SWEPT = {
+    "OneHot": "T3",
+    "ConstantOfShape": "T2",
+    "Cast": None,
+    "Range": "T",
+    "Where": "T",
+}
 
 
 def since_versions(op: str, lo: int = MIN_OPSET, hi: int = MAX_OPSET) -> list[int]:
@@ -261,8 +478,16 @@ def cases(ops=OPS, dtypes=DTYPES) -> list[OpCase]:
     for op in ops:
         for since, opset in since_versions(op):
             schema = onnx.defs.get_schema(op, opset, "")
-            allowed = {c.type_param_str: set(c.allowed_type_strs) for c in schema.type_constraints}
-            swept = SWEPT.get(op, schema.type_constraints[0].type_param_str if schema.type_constraints else None)
+            allowed = {
+                c.type_param_str: set(c.allowed_type_strs)
+                for c in schema.type_constraints
+            }
+            swept = SWEPT.get(
+                op,
+                schema.type_constraints[0].type_param_str
+                if schema.type_constraints
+                else None,
+            )
             for t in dtypes:
                 ts = _type_str(t)
                 if swept is not None and ts not in allowed.get(swept, ()):
@@ -279,7 +504,11 @@ def cases(ops=OPS, dtypes=DTYPES) -> list[OpCase]:
 # --------------------------------------------------------------------------------------
 def placement(session) -> dict:
     """{node name: EP} from ORT's assignment record (record_ep_graph_assignment_info)."""
-    return {n.name: sg.ep_name for sg in session.get_provider_graph_assignment_info() for n in sg.get_nodes()}
+    return {
+        n.name: sg.ep_name
+        for sg in session.get_provider_graph_assignment_info()
+        for n in sg.get_nodes()
+    }
 
 
 def open_session(model: onnx.ModelProto, profile: bool = False):
@@ -292,26 +521,42 @@ def open_session(model: onnx.ModelProto, profile: bool = False):
     so.add_session_config_entry("session.record_ep_graph_assignment_info", "1")
     if profile:
         so.enable_profiling = True
-        so.profile_file_prefix = os.path.join(tempfile.gettempdir(), f"ort_dml_ops_webgpu_{os.getpid()}")
-    return InferenceSession(model, providers=["WebGpuExecutionProvider"], sess_options=so)
+        so.profile_file_prefix = os.path.join(
+            tempfile.gettempdir(), f"ort_dml_ops_webgpu_{os.getpid()}"
+        )
+    return InferenceSession(
+        model, providers=["WebGpuExecutionProvider"], sess_options=so
+    )
 
 
 def memcpy_count(session) -> int:
     """Memcpy kernels in the profile of the runs so far (ends profiling; removes the file)."""
     path = session.end_profiling()
     try:
-        events = json.load(open(path))
+        with open(path) as f:
+            events = json.load(f)
     finally:
         os.unlink(path)
-    return sum(1 for e in events if e.get("cat") == "Node" and e["name"].endswith("_kernel_time")
-               and str(e.get("args", {}).get("op_name", "")).startswith("Memcpy"))
+    return sum(
+        1
+        for e in events
+        if e.get("cat") == "Node"
+        and e["name"].endswith("_kernel_time")
+        and str(e.get("args", {}).get("op_name", "")).startswith("Memcpy")
+    )
 
 
 def record_case(case: OpCase) -> dict:
     """{"case", "op", "since", "opset", "dtype", "label", "ep" | "error", "cpu_inputs"}."""
-    row = {"case": case.name, "op": case.op, "since": case.since_version(), "opset": case.opset,
-           "dtype": case.dtype, "label": case.label, "attrs": {k: v for k, v in case.attrs.items()
-                                                               if isinstance(v, (int, str))}}
+    row = {
+        "case": case.name,
+        "op": case.op,
+        "since": case.since_version(),
+        "opset": case.opset,
+        "dtype": case.dtype,
+        "label": case.label,
+        "attrs": {k: v for k, v in case.attrs.items() if isinstance(v, (int, str))},
+    }
     model = case.model()
     try:
         onnx.checker.check_model(model, full_check=True)
@@ -359,14 +604,26 @@ def _bindings(case: OpCase) -> dict:
     if case.op == "ConstantOfShape":
         out["T2"] = _type_str(case.dtype)
     for formal in schema.outputs:
-        if formal.type_str in constraints and formal.type_str not in out and formal.type_str in ("T1", "T2", "T"):
+        if (
+            formal.type_str in constraints
+            and formal.type_str not in out
+            and formal.type_str in ("T1", "T2", "T")
+        ):
             # outputs bound to a constraint of their own (IsNaN's T2 bool, Shape's T1 int64, ArgMax...)
-            fixed = [c for c in schema.type_constraints if c.type_param_str == formal.type_str][0].allowed_type_strs
+            fixed = next(
+                c
+                for c in schema.type_constraints
+                if c.type_param_str == formal.type_str
+            ).allowed_type_strs
             if len(fixed) == 1:
                 out[formal.type_str] = fixed[0]
     return out
 
 
 def _type_str(elem: int) -> str:
-    return {T.FLOAT: "tensor(float)", T.DOUBLE: "tensor(double)", T.FLOAT16: "tensor(float16)",
-            T.BOOL: "tensor(bool)"}.get(elem, f"tensor({onnx.helper.tensor_dtype_to_np_dtype(elem).name})")
+    return {
+        T.FLOAT: "tensor(float)",
+        T.DOUBLE: "tensor(double)",
+        T.FLOAT16: "tensor(float16)",
+        T.BOOL: "tensor(bool)",
+    }.get(elem, f"tensor({onnx.helper.tensor_dtype_to_np_dtype(elem).name})")
