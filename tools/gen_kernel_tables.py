@@ -261,6 +261,7 @@ def gen_webgpu() -> dict:
 
     import onnxruntime
 
+    from ort_dml_ops.bench.webgpu import adapter_name
     from ort_dml_ops.targets import webgpu_record as R
 
     if os.environ.get("ORT_WEBGPU_EP_ALLOW_SOFTWARE_ADAPTER") != "1" and not os.environ.get("VK_ICD_FILENAMES"):
@@ -304,7 +305,7 @@ def gen_webgpu() -> dict:
         "source": {"how": "recorded: single-op models opened on the plugin with "
                           "session.record_ep_graph_assignment_info=1 (tools/gen_kernel_tables.py webgpu, "
                           "ort_dml_ops/targets/webgpu_record.py)",
-                   "adapter": os.environ.get("VK_ICD_FILENAMES", "default Vulkan/WebGPU adapter"),
+                   "adapter": adapter_name(),
                    "cpu_outputs": "Shape and Size write their output in CPU memory (as in every ORT GPU EP)",
                    "tried": sorted(f"{k}" for k in tried),
                    "not_taken": not_taken,
