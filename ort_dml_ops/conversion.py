@@ -96,7 +96,7 @@ class ConvertResult:
 def convert(model: onnx.ModelProto | str | os.PathLike | bytes, target: str = "dml", *, strategy: str = "auto",
             check_indices: bool = False, validate: bool = True, with_inspect: bool = True,
             keep_external_data: bool = False) -> ConvertResult:
-    """Rewrite `model` for `target` ("dml", "cuda", "cpu") with `strategy`; the input is not changed.
+    """Rewrite `model` for `target` ("dml", "cuda", "webgpu", "cpu") with `strategy`; the input is not changed.
 
     A model file with external data is converted with its data left on disk (never loaded for
     the conversion or its validation). The result holds the data inline when it is small enough
@@ -308,7 +308,7 @@ def _convert_node(graph, node: ir.Node, where: str, ctx: RewriteContext, strateg
     if native:
         rep.reason = f"{native_why} (not lowered: {refused})"
         return rep
-    if ctx.target == "webgpu" and node.domain != DOMAIN and _cpu_ep_runs(native_why):
+    if ctx.target == "webgpu" and node.domain != DOMAIN and _decision(node, ctx).provider == "CPUExecutionProvider":
         # The CPU EP's own kernel beats the Python fallback (both on the CPU); what the WebGPU EP
         # leaves to the CPU (int64 / float64 data) takes its neighbours of that type along.
         rep.reason = f"{native_why}; not lowered: {refused}; stays on the CPU EP's native kernel"
@@ -338,10 +338,6 @@ def _native_costlier(node: ir.Node, ctx: RewriteContext) -> str | None:
         return None
     return (f"its kernel reads the whole prefix for every element (O(n²) along an axis of {n} > {limit}; "
             "measured: docs/performance.md)")
-
-
-def _cpu_ep_runs(native_why: str) -> bool:
-    return "runs on CPU" in native_why
 
 
 def _apply_fallback(graph, node, ctx, rep: NodeReport, why: str) -> NodeReport:
@@ -381,6 +377,18 @@ def _replace(graph, node: ir.Node, rw) -> None:
         graph.remove(n, safe=True)
 
 
+def _decision(node: ir.Node, ctx: RewriteContext):
+    """The capability model's Decision for `node` on the target (targets/target.py)."""
+    from .targets import get_target
+
+    proto = ir.serde.serialize_node(node)
+    types = {}
+    for v in list(node.inputs) + list(node.outputs):
+        if v is not None and v.name and v.type is not None and v.dtype is not None:
+            types[v.name] = int(v.dtype)
+    return get_target(ctx.target).explain(proto, ctx.options.get("model_opsets", {"": ctx.opset}), types)
+
+
 def _native(node: ir.Node, ctx: RewriteContext) -> tuple[bool, str]:
     """Does the target EP itself run this node (the capability model in targets/)?"""
     if node.domain == DOMAIN:
@@ -389,12 +397,7 @@ def _native(node: ir.Node, ctx: RewriteContext) -> tuple[bool, str]:
         from .targets import get_target
 
         t = get_target(ctx.target)
-        proto = ir.serde.serialize_node(node)
-        types = {}
-        for v in list(node.inputs) + list(node.outputs):
-            if v is not None and v.name and v.type is not None and v.dtype is not None:
-                types[v.name] = int(v.dtype)
-        d = t.explain(proto, ctx.options.get("model_opsets", {"": ctx.opset}), types)
+        d = _decision(node, ctx)
         provider = getattr(d, "provider", None)
         reason = getattr(d, "reason", "") or ""
         on_target = getattr(d, "on_target", provider == t.provider)

@@ -6,7 +6,7 @@ One place for every rule, each naming the ONNX Runtime source it mirrors. Kernel
 API (for ``inspect`` and for the converter deciding per node whether the target EP is native)::
 
     from ort_dml_ops.targets import get_target
-    t = get_target("dml")                       # "dml" | "cuda" | "cpu"
+    t = get_target("dml")                       # "dml" | "cuda" | "webgpu" | "cpu"
     provider, reason = t.placement(node, opset, value_types)
     t.has_native_kernel(node, opset, value_types)   # -> bool: the target EP itself takes it
     d = t.explain(node, opset, value_types)         # Decision(provider, reason, since_version,
@@ -86,7 +86,7 @@ WEBGPU_COST_FACTS = {"cumsum_native_max_axis": 64}
 
 @lru_cache(maxsize=None)
 def get_target(name: str = "dml") -> Target:
-    """The capability model for target `name` ("dml", "cuda", "cpu"; ORT provider names accepted)."""
+    """The capability model for target `name` ("dml", "cuda", "webgpu", "cpu"; ORT provider names accepted)."""
     key = {v: k for k, v in TARGETS.items()}.get(name, name)
     key = key.lower() if isinstance(key, str) else key
     if key == "dml":

@@ -227,7 +227,10 @@ class Target:
             return (f"no {who} kernel for {name} at since-version {since} (registered: {regs}; "
                     "a kernel without end version matches only its own since-version)")
         k, (cname, t) = miss
-        allowed = ", ".join(sorted(x[7:-1] if x.startswith("tensor(") else x for x in k.types[cname]))
+        # a recorded table (webgpu) holds one row per type binding: name every type taken
+        types = set().union(*((kk.types or {}).get(cname, ()) for kk in table.kernels(op, domain)
+                              if kk.matches_version(since)))
+        allowed = ", ".join(sorted(x[7:-1] if x.startswith("tensor(") else x for x in types))
         return f"type not supported: {who} {name}({k.version_text()}) takes {cname} in {{{allowed}}}, node has {t}"
 
 
