@@ -293,7 +293,7 @@ def gen_webgpu() -> dict:
             continue
         row = {"op": op, "domain": "", "since": since, "end": since,
                "types": {c: [t] for c, t in json.loads(binding).items()},
-               "cpu_inputs": cpu_inputs.get((op, since), []),
+               "cpu_inputs": cpu_inputs.get((op, since), []) or R.KNOWN_CPU_INPUTS.get(op, []),
                "cpu_outputs": [0] if op in ("Shape", "Size") else []}
         if len(on) < len(seen):  # the plugin takes only some attribute values (recorded ones)
             row["attrs_on_target"] = on

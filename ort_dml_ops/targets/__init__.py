@@ -37,7 +37,8 @@ Targets:
   since-versions and type bindings the plugin was seen to take; the CPU side is the installed
   CPU EP. ``max_io_width`` = 8 (WebGPU guarantees 8 storage buffers per shader stage; lavapipe
   binds 16 and a Split into 17 outputs fails there), and ``cost_facts`` hold measured costs
-  ``convert``'s ``auto`` weighs (ORT's WebGPU CumSum, onnxruntime/core/providers/webgpu/math/
+  ``convert``'s ``auto`` weighs; ``cpu_preferred`` is False: the plugin does not apply
+  ``GetCpuPreferredNodes`` (measured). (ORT's WebGPU CumSum, onnxruntime/core/providers/webgpu/math/
   cumsum.cc, loops over the whole prefix for every output element: O(n²) along the axis).
 
 Rules (what mirrors what):
@@ -97,8 +98,11 @@ def get_target(name: str = "dml") -> Target:
     if key == "cpu":
         return Target("cpu", CPU, None, cpu)
     if key == "webgpu":
+        # The plugin (0.4.0) keeps a node its kernel takes on WebGPU even when every input is a
+        # CPU-side value: ORT's GetCpuPreferredNodes does not run for it (measured; pinned by
+        # tests/webgpu/test_models_webgpu.py::test_plugin_keeps_cpu_fed_nodes_on_webgpu).
         return Target("webgpu", WEBGPU, kernels.recorded(WEBGPU_TABLE), cpu, max_io_width=WEBGPU_MAX_IO_WIDTH,
-                      cost_facts=WEBGPU_COST_FACTS)
+                      cost_facts=WEBGPU_COST_FACTS, cpu_preferred=False)
     from ..errors import UserError
 
     raise UserError(f"unknown target {name!r}; choose one of: {', '.join(TARGETS)}")

@@ -96,8 +96,11 @@ class Target:
 
     def __init__(self, name: str, provider: str, table: kernels.KernelTable | None,
                  cpu_table: kernels.KernelTable, *, device_unsupported=frozenset(), max_io_width: int | None = None,
-                 cost_facts: Mapping | None = None):
+                 cost_facts: Mapping | None = None, cpu_preferred: bool = True):
         self.name = name
+        #: does the EP's GetCapability move shape-computing nodes to the CPU (GetCpuPreferredNodes,
+        #: fallback_cpu_capability.cc)? The in-tree GPU EPs do; the WebGPU *plugin* does not (measured)
+        self.cpu_preferred = cpu_preferred
         #: most inputs/outputs one node may bind on the device (None: no limit modelled); WebGPU
         #: binds each tensor as a storage buffer, 8 per shader guaranteed by the WebGPU spec
         self.max_io_width = max_io_width

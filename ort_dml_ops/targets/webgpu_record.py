@@ -109,10 +109,21 @@ class OpCase:
                 ins.append(h.make_tensor_value_info(i.name, i.elem, dims))
             names.append(i.name)
         outs = [f"y{k}" for k in range(self.outputs)]
+        attrs = dict(self.attrs)
+        if (
+            "_branches" in attrs
+        ):  # If: each branch returns an Identity of the outer value "x"
+            t = attrs.pop("_branches")
+            ins.append(h.make_tensor_value_info("x", t, D))
+            for b in ("then_branch", "else_branch"):
+                body = [
+                    h.make_node("Identity", ["x"], [f"{b}_y"], name=f"{b}_identity")
+                ]
+                attrs[b] = h.make_graph(
+                    body, b, [], [h.make_tensor_value_info(f"{b}_y", t, D)]
+                )
         nodes.append(
-            h.make_node(
-                self.op, names, outs, name="op", domain=self.domain, **self.attrs
-            )
+            h.make_node(self.op, names, outs, name="op", domain=self.domain, **attrs)
         )
         g = h.make_graph(
             nodes, "single_op", ins, [onnx.ValueInfoProto(name=o) for o in outs], inits
@@ -190,6 +201,10 @@ UNARY = (
     "Neg",
     "Abs",
     "Relu",
+    "LeakyRelu",
+    "Elu",
+    "HardSigmoid",
+    "Gelu",
     "Sigmoid",
     "Sqrt",
     "Floor",
@@ -260,8 +275,12 @@ def _variants(op: str, opset: int, t: int):
         return [("", [Input("c", T.BOOL, D), _x(t, name="a"), _x(t, name="b")], {}, 1)]
     if op == "Cast":  # every (from, to) pair of DTYPES: `t` is the source type
         return [(f"to-{_type_str(to)[7:-1]}", [_x(t)], {"to": to}, 1) for to in DTYPES]
-    if op in ("CumSum", "CumProd"):
-        return [("", [_x(t), _i64("axis", 1)], {}, 1)]
+    if op in ("CumSum", "CumProd"):  # the axis as int64 and as int32 (T2 allows both)
+        axis32 = Input("axis", T.INT32, [], np.array(1), init=True)
+        return [
+            ("", [_x(t), _i64("axis", 1)], {}, 1),
+            ("axis-int32", [_x(t), axis32], {}, 1),
+        ]
     if op in ("ScatterElements", "ScatterND", "Scatter"):
         red = (
             [r for v, rs in SCATTER_REDUCTIONS.items() if v <= opset for r in rs][-5:]
@@ -278,7 +297,14 @@ def _variants(op: str, opset: int, t: int):
         else:
             idx = np.tile(np.arange(3).reshape(1, 3, 1), (2, 1, 4))
             ins = [_x(t, name="data"), Input("idx", T.INT64, D, idx), _x(t, D, "upd")]
-        return [(r, ins, {} if r == "none" else {"reduction": r}, 1) for r in red]
+        out = [(r, ins, {} if r == "none" else {"reduction": r}, 1) for r in red]
+        if op == "ScatterElements":  # indices as int32 too (Tind allows both)
+            ins32 = [ins[0], Input("idx", T.INT32, D, ins[1].value), ins[2]]
+            out += [
+                (f"{r}-idx-int32", ins32, {} if r == "none" else {"reduction": r}, 1)
+                for r in red
+            ]
+        return out
     if op == "Split":
         if opset >= 13:
             return [("", [_x(t), _i64("split", [1, 2])], {"axis": 1}, 2)]
@@ -315,8 +341,9 @@ def _variants(op: str, opset: int, t: int):
             if op == "Gather"
             else np.tile(np.array([2, 0, 1]).reshape(1, 3, 1), (2, 1, 4))
         )
-        return [
-            ("", [_x(t), Input("idx", T.INT64, list(idx.shape), idx)], {"axis": 1}, 1)
+        return [  # indices as int64 and as int32 (Tind allows both)
+            (label, [_x(t), Input("idx", it, list(idx.shape), idx)], {"axis": 1}, 1)
+            for label, it in (("", T.INT64), ("idx-int32", T.INT32))
         ]
     if op == "GatherND":
         return [
@@ -401,6 +428,8 @@ def _variants(op: str, opset: int, t: int):
         return [
             ("", [_x(t, [3, 4], "a"), _x(t, [4, 5], "b")], {"equation": "ij,jk->ik"}, 1)
         ]
+    if op == "If":
+        return [("", [Input("cond", T.BOOL, [], np.array(True))], {"_branches": t}, 1)]
     raise KeyError(op)
 
 
@@ -409,6 +438,7 @@ OPS = tuple(
         set(UNARY)
         | set(BINARY)
         | {
+            "If",
             "Where",
             "Cast",
             "CumSum",
@@ -454,7 +484,11 @@ SWEPT = {
     "Cast": None,
     "Range": "T",
     "Where": "T",
+    "If": "V",
 }
+#: CPU-side inputs not measurable by feeding an int64 (If's bool condition is read on the host, as
+#: by every ORT If kernel: onnxruntime/core/providers/cpu/controlflow/if.cc)
+KNOWN_CPU_INPUTS = {"If": [0]}
 
 
 def since_versions(op: str, lo: int = MIN_OPSET, hi: int = MAX_OPSET) -> list[int]:
@@ -603,6 +637,8 @@ def _bindings(case: OpCase) -> dict:
         out["T2"] = _type_str(case.attrs["to"])
     if case.op == "ConstantOfShape":
         out["T2"] = _type_str(case.dtype)
+    if case.op == "If":
+        out["V"] = _type_str(case.dtype)
     for formal in schema.outputs:
         if (
             formal.type_str in constraints
