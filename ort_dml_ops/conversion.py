@@ -300,7 +300,7 @@ def _convert_node(graph, node: ir.Node, where: str, ctx: RewriteContext, strateg
         rw = rule.rewrite(node, ctx)
         _replace(graph, node, rw)
         rep.action = rule.action
-        rep.reason = (f"{native_why}; " if not native else "strategy lower; ") + rule.describe()
+        rep.reason = (f"{native_why}; " if not native or costly else "strategy lower; ") + rule.describe()
         rep.emitted = [n.name for n in rw.nodes]
         rep.note = rw.note
         return rep

@@ -152,3 +152,22 @@ def test_wide_split_fails_on_the_device_as_the_limit_says(webgpu_lane):
     assert placement(s)["op"] == "WebGpuExecutionProvider"
     with pytest.raises(Exception, match="(?i)storage|buffer|limit|bind"):
         s.run(None, {"x": np.ones([17, 4], np.float32)})
+
+
+@pytest.mark.parametrize(
+    ("n", "action"),
+    [(16, "native"), (64, "native"), (65, "lowered"), (1000, "lowered")],
+)
+def test_auto_lowers_cumsum_only_where_the_native_kernel_costs_more(n, action):
+    """ORT's WebGPU CumSum reads the whole prefix per element (O(n^2) along the axis): `auto`
+    keeps it up to the target's measured crossover (cost_facts) and lowers longer axes."""
+    limit = get_target("webgpu").cost_facts["cumsum_native_max_axis"]
+    assert limit == 64
+    rep = convert(_model("CumSum", [4, n], 1), "webgpu").report.nodes[0]
+    assert rep.action == action
+    if action == "lowered":
+        assert "O(n²)" in rep.reason and "cumsum-scan" in rep.reason
+    # other targets keep their native CumSum at any length
+    assert (
+        convert(_model("CumSum", [4, n], 1), "dml").report.nodes[0].action == "native"
+    )
