@@ -25,7 +25,7 @@ import onnx_ir as ir
 from ._domain import DOMAIN, DOMAIN_VERSION
 from .errors import UserError
 from .lowering import FAMILY_OPS, RULES, opset as opset_rule
-from .lowering._base import RewriteContext, attr_str
+from .lowering._base import RewriteContext, attr_str, const_array, static_shape
 from .lowering.fallback import route_to_fallback
 from .modelio import external_data_bytes, fix_ir_version, graphs, load_model, without_external_data
 
@@ -33,7 +33,7 @@ STRATEGIES = ("native", "lower", "fallback", "auto")
 #: external data up to this size is loaded into a converted model (the API's result is then
 #: self-contained); above it, the result keeps referring to the data beside the input
 INLINE_LIMIT = 1 << 30
-TARGETS = ("dml", "cuda", "cpu")
+TARGETS = ("dml", "cuda", "webgpu", "cpu")
 
 
 @dataclasses.dataclass
@@ -96,7 +96,7 @@ class ConvertResult:
 def convert(model: onnx.ModelProto | str | os.PathLike | bytes, target: str = "dml", *, strategy: str = "auto",
             check_indices: bool = True, validate: bool = True, with_inspect: bool = True,
             keep_external_data: bool = False) -> ConvertResult:
-    """Rewrite `model` for `target` ("dml", "cuda", "cpu") with `strategy`; the input is not changed.
+    """Rewrite `model` for `target` ("dml", "cuda", "webgpu", "cpu") with `strategy`; the input is not changed.
 
     A model file with external data is converted with its data left on disk (never loaded for
     the conversion or its validation). The result holds the data inline when it is small enough
@@ -131,7 +131,8 @@ def convert(model: onnx.ModelProto | str | os.PathLike | bytes, target: str = "d
             if (_dom(node.domain), node.op_type) not in FAMILY_OPS:
                 continue
             ctx = RewriteContext(opset=opset, target=target, names=names, check_indices=check_indices,
-                                 options={"model_opsets": dict(model_ir.opset_imports)}, graph=graph)
+                                 options={"model_opsets": dict(model_ir.opset_imports),
+                                          "max_io_width": _max_io_width(target)}, graph=graph)
             reports.append(_convert_node(graph, node, where, ctx, strategy))
 
     _fix_domain_import(model_ir)
@@ -248,9 +249,17 @@ def _show(dims: list) -> str:
     return "[" + ", ".join("?" if d is None else str(d) for d in dims) + "]"
 
 
+def _max_io_width(target: str) -> int | None:
+    """The target's cap on a node's inputs/outputs (targets/: WebGPU binds 8 storage buffers)."""
+    from .targets import get_target
+
+    return get_target(target).max_io_width
+
+
 def _target_key(target: str) -> str:
     t = str(target).lower()
-    aliases = {"dmlexecutionprovider": "dml", "cudaexecutionprovider": "cuda", "cpuexecutionprovider": "cpu"}
+    aliases = {"dmlexecutionprovider": "dml", "cudaexecutionprovider": "cuda", "cpuexecutionprovider": "cpu",
+               "webgpuexecutionprovider": "webgpu"}
     t = aliases.get(t, t)
     if t not in TARGETS:
         raise UserError(f"unknown target {target!r}; choose one of: {', '.join(TARGETS)}")
@@ -276,9 +285,12 @@ def _convert_node(graph, node: ir.Node, where: str, ctx: RewriteContext, strateg
             rep.action, rep.reason = "fallback", "already a fallback op"
             return rep
         return _apply_fallback(graph, node, ctx, rep, "strategy fallback")
-    if strategy == "auto" and native:
+    costly = _native_costlier(node, ctx) if strategy == "auto" and native else None
+    if strategy == "auto" and native and costly is None:
         rep.reason = native_why
         return rep
+    if costly:
+        native_why = f"{native_why}, but {costly}"
     refusals = []
     for rule in rules:
         why = rule.check(node, ctx)
@@ -288,13 +300,18 @@ def _convert_node(graph, node: ir.Node, where: str, ctx: RewriteContext, strateg
         rw = rule.rewrite(node, ctx)
         _replace(graph, node, rw)
         rep.action = rule.action
-        rep.reason = (f"{native_why}; " if not native else "strategy lower; ") + rule.describe()
+        rep.reason = (f"{native_why}; " if not native or costly else "strategy lower; ") + rule.describe()
         rep.emitted = [n.name for n in rw.nodes]
         rep.note = rw.note
         return rep
     refused = "; ".join(refusals) if refusals else "no rule rewrites this node"
     if native:
         rep.reason = f"{native_why} (not lowered: {refused})"
+        return rep
+    if ctx.target == "webgpu" and node.domain != DOMAIN and _decision(node, ctx).provider == "CPUExecutionProvider":
+        # The CPU EP's own kernel beats the Python fallback (both on the CPU); what the WebGPU EP
+        # leaves to the CPU (int64 / float64 data) takes its neighbours of that type along.
+        rep.reason = f"{native_why}; not lowered: {refused}; stays on the CPU EP's native kernel"
         return rep
     if node.domain == DOMAIN:
         rep.action, rep.reason = "fallback", f"{native_why}; not lowered: {refused}; stays on the Python fallback"
@@ -310,6 +327,27 @@ def _convert_node(graph, node: ir.Node, where: str, ctx: RewriteContext, strateg
                       "the model still loads in plain onnxruntime")
         return rep
     return _apply_fallback(graph, node, ctx, rep, f"{native_why}; not lowered: {refused}")
+
+
+def _native_costlier(node: ir.Node, ctx: RewriteContext) -> str | None:
+    """Why the target's native kernel is the costlier choice (targets' cost_facts), or None.
+
+    WebGPU CumSum (onnxruntime/core/providers/webgpu/math/cumsum.cc) loops over the whole
+    prefix for every output element: above `cumsum_native_max_axis` the blocked scan wins.
+    """
+    from .targets import get_target
+
+    limit = get_target(ctx.target).cost_facts.get("cumsum_native_max_axis")
+    if limit is None or node.op_type != "CumSum" or len(node.inputs) < 2:
+        return None
+    shape, axis = static_shape(node.inputs[0]), const_array(node.inputs[1])
+    if shape is None or axis is None or not -len(shape) <= int(axis.reshape(-1)[0]) < len(shape):
+        return None
+    n = shape[int(axis.reshape(-1)[0]) % len(shape)]
+    if n is None or n <= limit:
+        return None
+    return (f"its kernel reads the whole prefix for every element (O(n²) along an axis of {n} > {limit}; "
+            "measured: docs/performance.md)")
 
 
 def _apply_fallback(graph, node, ctx, rep: NodeReport, why: str) -> NodeReport:
@@ -349,6 +387,18 @@ def _replace(graph, node: ir.Node, rw) -> None:
         graph.remove(n, safe=True)
 
 
+def _decision(node: ir.Node, ctx: RewriteContext):
+    """The capability model's Decision for `node` on the target (targets/target.py)."""
+    from .targets import get_target
+
+    proto = ir.serde.serialize_node(node)
+    types = {}
+    for v in list(node.inputs) + list(node.outputs):
+        if v is not None and v.name and v.type is not None and v.dtype is not None:
+            types[v.name] = int(v.dtype)
+    return get_target(ctx.target).explain(proto, ctx.options.get("model_opsets", {"": ctx.opset}), types)
+
+
 def _native(node: ir.Node, ctx: RewriteContext) -> tuple[bool, str]:
     """Does the target EP itself run this node (the capability model in targets/)?"""
     if node.domain == DOMAIN:
@@ -357,16 +407,12 @@ def _native(node: ir.Node, ctx: RewriteContext) -> tuple[bool, str]:
         from .targets import get_target
 
         t = get_target(ctx.target)
-        proto = ir.serde.serialize_node(node)
-        types = {}
-        for v in list(node.inputs) + list(node.outputs):
-            if v is not None and v.name and v.type is not None and v.dtype is not None:
-                types[v.name] = int(v.dtype)
-        d = t.explain(proto, ctx.options.get("model_opsets", {"": ctx.opset}), types)
+        d = _decision(node, ctx)
         provider = getattr(d, "provider", None)
         reason = getattr(d, "reason", "") or ""
         on_target = getattr(d, "on_target", provider == t.provider)
-        short = {"DmlExecutionProvider": "DML", "CUDAExecutionProvider": "CUDA", "CPUExecutionProvider": "CPU"}
+        short = {"DmlExecutionProvider": "DML", "CUDAExecutionProvider": "CUDA", "CPUExecutionProvider": "CPU",
+                 "WebGpuExecutionProvider": "WebGPU"}
         if on_target:
             mismatch = _dml_scatter_shape_mismatch(node) if ctx.target == "dml" else None
             if mismatch:

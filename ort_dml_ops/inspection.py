@@ -112,7 +112,7 @@ def _walk(graph, tgt, opsets, types, static, value_type, report, implicit) -> in
     ginputs = {i.name for i in graph.input}
     folded = set() if static is None else \
         partition.constant_folded(nodes, decisions, inits, ginputs, lambda n: static.get(n, False))
-    preferred = partition.cpu_preferred(nodes, decisions, inits, ginputs, value_type) if tgt.is_gpu else set()
+    preferred = partition.cpu_preferred(nodes, decisions, inits, ginputs, value_type) if tgt.is_gpu and tgt.cpu_preferred else set()
     providers, used = [], []
     copies = 0
     for i, (node, d) in enumerate(zip(nodes, decisions)):

@@ -4,28 +4,47 @@
 DirectML is always asked for with a `device_id`: by its plain name ORT silently falls back to
 the CPU where dxcore.dll is missing. A requested provider that did not become active is warned
 about, not hidden.
+
+WebGPU is a plugin EP (the `webgpu` extra, onnxruntime-ep-webgpu): it is not in ORT's
+`providers` list at all. Asking for "WebGpuExecutionProvider" registers the plugin library once
+per process (`onnxruntime.register_execution_provider_library`), takes its devices from
+`onnxruntime.get_ep_devices()` and adds them with `SessionOptions.add_provider_for_devices` —
+ORT's plugin-EP API (onnxruntime/python/onnxruntime_pybind_state.cc). ORT would otherwise run
+everything on the CPU without a word when no adapter exists; here that is an error.
 """
 
 from __future__ import annotations
 
 import itertools
-import re
 import os
+import re
 import warnings
 from pathlib import Path
 
 import onnx
 import onnxruntime as ort
-from onnxruntime.capi.onnxruntime_pybind11_state import Fail, InvalidArgument, InvalidGraph, InvalidProtobuf, NoSuchFile
-from onnxruntime.capi.onnxruntime_pybind11_state import NotImplemented as NotImplemented_
+from onnxruntime.capi.onnxruntime_pybind11_state import (
+    EPFail,
+    Fail,
+    InvalidArgument,
+    InvalidGraph,
+    InvalidProtobuf,
+    NoSuchFile,
+)
+from onnxruntime.capi.onnxruntime_pybind11_state import (
+    NotImplemented as NotImplemented_,
+)
 
 from . import fallback
 from .errors import UserError
 from .modelio import fix_ir_version, load_model
 
 DML, CUDA, CPU = "DmlExecutionProvider", "CUDAExecutionProvider", "CPUExecutionProvider"
+WEBGPU = "WebGpuExecutionProvider"
 #: Short names accepted wherever a provider is named (CLI `--provider`, `providers=`).
-SHORT_NAMES = {"dml": DML, "directml": DML, "cuda": CUDA, "cpu": CPU}
+SHORT_NAMES = {"dml": DML, "directml": DML, "cuda": CUDA, "cpu": CPU, "webgpu": WEBGPU}
+#: the registration name of the plugin library (any string; one registration per process)
+WEBGPU_LIBRARY = "webgpu"
 _DEFAULT_OPTIONS = {DML: {"device_id": "0"}}
 
 
@@ -60,7 +79,14 @@ def InferenceSession(model, providers=None, sess_options: ort.SessionOptions | N
     """
     providers = resolve_providers(providers)
     so = sess_options if sess_options is not None else ort.SessionOptions()
-    if DML in [_provider_name(p) for p in providers]:
+    plugin = [p for p in providers if _provider_name(p) == WEBGPU]
+    if plugin:
+        _add_webgpu(so, plugin[0], providers)
+        # ORT ignores the devices added to the options when `providers` is given as well
+        providers = None
+        # ORT's Python layer would print the EP's failure and retry on the CPU: a silent CPU run
+        kwargs.setdefault("enable_fallback", 0)
+    if providers is not None and DML in [_provider_name(p) for p in providers]:
         so.enable_mem_pattern = False  # required by the DirectML EP
         so.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
 
@@ -79,7 +105,14 @@ def InferenceSession(model, providers=None, sess_options: ort.SessionOptions | N
     if isinstance(source, onnx.ModelProto):
         source = fix_ir_version(source).SerializeToString()
     try:
-        session = session_class(source, so, providers=providers, **kwargs)
+        if providers is None:
+            session = session_class(source, so, **kwargs)
+        else:
+            session = session_class(source, so, providers=providers, **kwargs)
+    except (EPFail, RuntimeError) as exc:
+        if not plugin:
+            raise
+        raise UserError(f"the WebGPU EP cannot start: {_adapter_reason(exc)}") from None
     except (Fail, InvalidArgument, InvalidGraph, InvalidProtobuf, NoSuchFile, NotImplemented_) as exc:
         what = os.fspath(model) if isinstance(model, (str, os.PathLike)) else "the model"
         raise UserError(f"{what}: ONNX Runtime cannot load the model ({_ort_reason(exc)})") from None
@@ -87,7 +120,10 @@ def InferenceSession(model, providers=None, sess_options: ort.SessionOptions | N
         session._fallback_tag = tag
 
     active = session.get_providers()
-    missing = [_provider_name(p) for p in providers if _provider_name(p) not in active]
+    wanted = [WEBGPU] if plugin else [_provider_name(p) for p in providers]
+    if plugin and WEBGPU not in active:  # pragma: no cover - ORT took the devices but not the EP
+        raise UserError(f"the WebGPU EP did not become active (running on {', '.join(active)})")
+    missing = [p for p in wanted if p not in active]
     if missing:
         warnings.warn(
             f"requested execution provider(s) not active: {', '.join(missing)}; running on {', '.join(active)}",
@@ -95,6 +131,47 @@ def InferenceSession(model, providers=None, sess_options: ort.SessionOptions | N
             stacklevel=2,
         )
     return session
+
+
+def webgpu_devices() -> list:
+    """The OrtEpDevices of the WebGPU plugin EP (registering the plugin library once).
+
+    A UserError, never an empty list: without the `webgpu` extra, or with no WebGPU adapter (no
+    GPU, no Vulkan driver, or a CPU-only adapter without ORT_WEBGPU_EP_ALLOW_SOFTWARE_ADAPTER=1).
+    """
+    try:
+        import onnxruntime_ep_webgpu
+    except ImportError:
+        raise UserError("the WebGPU EP is not installed: pip install 'ort-dml-ops[webgpu]' "
+                        "(onnxruntime-ep-webgpu)") from None
+    if not any(d.ep_name == WEBGPU for d in ort.get_ep_devices()):
+        try:
+            ort.register_execution_provider_library(WEBGPU_LIBRARY, onnxruntime_ep_webgpu.get_library_path())
+        except Exception as exc:  # noqa: BLE001 - ORT raises Fail / RuntimeError variants
+            raise UserError(f"the WebGPU EP library cannot be loaded ({_ort_reason(exc)})") from None
+    devices = [d for d in ort.get_ep_devices() if d.ep_name == WEBGPU]
+    if not devices:
+        hint = ("" if os.environ.get("ORT_WEBGPU_EP_ALLOW_SOFTWARE_ADAPTER") == "1" else
+                "; a CPU Vulkan driver (lavapipe) is used only with ORT_WEBGPU_EP_ALLOW_SOFTWARE_ADAPTER=1 "
+                "(make webgpu-lane sets it up)")
+        raise UserError(f"no WebGPU adapter: the WebGPU EP found no device (no GPU or no Vulkan driver){hint}")
+    return devices
+
+
+def _adapter_reason(exc: Exception) -> str:
+    """The plugin's own words ("Failed to get a WebGPU adapter: No supported adapters"), one line."""
+    text = " ".join(str(exc).split())
+    tail = text.rsplit(" was false. ", 1)[-1] if " was false. " in text else _ort_reason(exc)
+    return f"no WebGPU adapter ({tail})" if "adapter" in tail.lower() else tail
+
+
+def _add_webgpu(so: ort.SessionOptions, requested, providers: list) -> None:
+    others = [_provider_name(p) for p in providers if _provider_name(p) not in (WEBGPU, CPU)]
+    if others:
+        raise UserError(f"WebGpuExecutionProvider cannot be combined with {', '.join(others)} in one session "
+                        "(ORT takes a plugin EP's devices or a providers list, not both)")
+    options = requested[1] if isinstance(requested, tuple) else None
+    so.add_provider_for_devices(webgpu_devices(), {str(k): str(v) for k, v in (options or {}).items()})
 
 
 _TAGS = itertools.count(1)

@@ -14,6 +14,20 @@ Usage (each sub-command writes one file)::
     python tools/gen_kernel_tables.py cpu --site DIR --name cpu_1.24.4.json
     # CUDA: parse cuda_execution_provider.cc (+ contrib) at an ORT revision
     python tools/gen_kernel_tables.py cuda --git-dir /path/onnxruntime.git --rev 62e8ba933
+    # WebGPU plugin EP: RECORDED from the installed plugin (make webgpu-lane; . $LANE/env.sh)
+    python tools/gen_kernel_tables.py webgpu
+
+WebGPU is recorded, not parsed: the plugin (onnxruntime-ep-webgpu) keeps its kernel registry
+inside its own library, out of reach of ``get_all_opkernel_def()``. Every op of
+``ort_dml_ops.targets.webgpu_record.OPS`` (the families, everything the lowerings emit, common
+ops of exported models) at each of its since-versions in opsets 11-26 and each element type its
+schema allows is opened as a single-node model on the WebGPU EP with
+``session.record_ep_graph_assignment_info`` = "1"; ORT's ``get_provider_graph_assignment_info()``
+says whether the plugin took it. A row is written per (op, since-version, type binding) the
+plugin took, with ``end`` = ``since`` (only what was tried is claimed); the inputs its kernel
+reads in CPU memory are found by feeding each int64 parameter from a CPU node and counting the
+Memcpy kernels in the run's profile. ``source.tried`` lists every (op, since-version) tried;
+``source.not_taken`` the bindings the plugin left to the CPU EP.
 
 The ORT source is only *read* here; no code of it is copied into the project.
 """
@@ -241,6 +255,65 @@ def gen_cuda(git_dir: str, rev: str) -> dict:
             "kernels": out}
 
 
+def gen_webgpu() -> dict:
+    import importlib.metadata
+    import os
+
+    import onnxruntime
+
+    from ort_dml_ops.bench.webgpu import adapter_name
+    from ort_dml_ops.targets import webgpu_record as R
+
+    if os.environ.get("ORT_WEBGPU_EP_ALLOW_SOFTWARE_ADAPTER") != "1" and not os.environ.get("VK_ICD_FILENAMES"):
+        print("note: VK_ICD_FILENAMES / ORT_WEBGPU_EP_ALLOW_SOFTWARE_ADAPTER are unset; "
+              "without a GPU source $WEBGPU_LANE/env.sh first (make webgpu-lane)", file=sys.stderr)
+    groups: dict = {}
+    tried: dict = {}
+    errors = []
+    first_on_target: dict = {}
+    for case in R.cases():
+        r = R.record_case(case)
+        if "error" in r:
+            errors.append(f"{r['case']}: {r['error']}")
+            continue
+        if r["ep"] is None:
+            errors.append(f"{r['case']}: node absent from the assignment record (folded)")
+            continue
+        tried.setdefault(f"{r['op']}-{r['since']}", set()).add(r["ep"])
+        key = (r["op"], r["since"], json.dumps(r["bindings"], sort_keys=True))
+        groups.setdefault(key, []).append((r["attrs"], r["ep"]))
+        if r["ep"] == R.WEBGPU:
+            first_on_target.setdefault((r["op"], r["since"]), case)
+    cpu_inputs = {k: R.record_cpu_inputs(c) for k, c in first_on_target.items()}
+    rows, not_taken = [], []
+    for (op, since, binding), seen in sorted(groups.items()):
+        on = [a for a, ep in seen if ep == R.WEBGPU]
+        if not on:
+            not_taken.append(f"{op}-{since} {binding}")
+            continue
+        row = {"op": op, "domain": "", "since": since, "end": since,
+               "types": {c: [t] for c, t in json.loads(binding).items()},
+               "cpu_inputs": cpu_inputs.get((op, since), []) or R.KNOWN_CPU_INPUTS.get(op, []),
+               "cpu_outputs": [0] if op in ("Shape", "Size") else []}
+        if len(on) < len(seen):  # the plugin takes only some attribute values (recorded ones)
+            row["attrs_on_target"] = on
+        rows.append(row)
+    return {
+        "provider": R.WEBGPU,
+        "build": f"onnxruntime-ep-webgpu {importlib.metadata.version('onnxruntime-ep-webgpu')} "
+                 f"in onnxruntime {onnxruntime.__version__}",
+        "source": {"how": "recorded: single-op models opened on the plugin with "
+                          "session.record_ep_graph_assignment_info=1 (tools/gen_kernel_tables.py webgpu, "
+                          "ort_dml_ops/targets/webgpu_record.py)",
+                   "adapter": adapter_name(),
+                   "cpu_outputs": "Shape and Size write their output in CPU memory (as in every ORT GPU EP)",
+                   "tried": sorted(f"{k}" for k in tried),
+                   "not_taken": not_taken,
+                   "not_recorded": errors},
+        "kernels": rows,
+    }
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = p.add_subparsers(dest="what", required=True)
@@ -256,11 +329,15 @@ def main(argv=None) -> int:
     u.add_argument("--git-dir", required=True)
     u.add_argument("--rev", required=True)
     u.add_argument("--name", default="cuda_recorded.json")
+    wg = sub.add_parser("webgpu")
+    wg.add_argument("--name", default="webgpu_0.4.0.json")
     a = p.parse_args(argv)
     if a.what == "dml":
         data = gen_dml(a.git_dir, a.rev, a.tag)
     elif a.what == "cpu":
         data = gen_cpu(a.site, a.name)
+    elif a.what == "webgpu":
+        data = gen_webgpu()
     else:
         data = gen_cuda(a.git_dir, a.rev)
     out = DATA / a.name

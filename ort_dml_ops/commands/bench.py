@@ -11,6 +11,7 @@ examples:
   ort-dml-ops bench                               # quick grid (~2 min): table on stdout
   ort-dml-ops bench --full --json > bench.json    # the whole grid (long; run it under nice)
   ort-dml-ops bench --ops CumProd --sizes 1e6 --dtypes float32 --chart cumprod.png
+  ort-dml-ops bench --target webgpu --quick       # WebGPU EP: native kernel / lowered / CPU path
 
 Per case (op, dtype, size, axis first/last): median ms of ONNX Runtime's native CPU kernel, the
 project's Python fallback, the lowered graph (convert strategy=lower, target=dml) on the CPU EP,
@@ -55,6 +56,10 @@ def add_parser(subparsers) -> None:
                    help="skip the peak-memory part (lowered nucleus-sampling scatter, 50,000-entry vocabulary)")
     p.add_argument("--proto", action="store_true",
                    help="also time the prototype CumProd construction (ort_dml_ops/bench/cumprod_proto.py)")
+    p.add_argument("--target", choices=("cpu", "webgpu"), default="cpu",
+                   help="webgpu: per case the WebGPU EP's native kernel vs the lowered graph on WebGPU vs the op "
+                        "on the CPU EP with its copies (needs the webgpu extra and an adapter; "
+                        "--quick: 1e5 only, 3 rounds; default 1e5,1e6)")
     p.add_argument("--json", action="store_true", help="print the whole record as JSON instead of the table")
     p.add_argument("--chart", metavar="FILE.png", help="also draw the ratios as a PNG chart (needs matplotlib)")
     p.add_argument("--markdown", action="store_true", help="print Markdown tables (sizes as columns) instead of the table")
@@ -79,9 +84,36 @@ def _kinds(text: str | None):
     return tuple(out)
 
 
+def _run_webgpu(args) -> int:
+    from ..bench import webgpu
+    from ..errors import UserError
+
+    quick = args.mode == "quick" and args.sizes is None and args.reps is None
+    sizes = args.sizes or ((100_000,) if quick else (100_000, 1_000_000))
+    if min(sizes) < 1000:
+        raise UserError("--sizes must be at least 1000 elements for --target webgpu")
+    cases = webgpu.CASES
+    if args.ops:
+        wanted = set(_kinds(args.ops))
+        cases = tuple(c for c in webgpu.CASES if c in wanted)
+        if not cases:
+            raise UserError("--target webgpu benches CumSum, CumProd and ScatterElements:none|add|max")
+    axes = {"first": (0,), "last": (1,), "both": (0, 1), None: (0, 1)}[args.axes]
+    result = webgpu.run_webgpu(sizes, reps=args.reps or (3 if quick else 7), axes=axes, cases=cases,
+                               budget_s=args.budget,
+                               progress=lambda c: print(f"bench webgpu: {c}", file=sys.stderr, flush=True))
+    if args.json:
+        json.dump(result, sys.stdout, indent=1)
+        print()
+    else:
+        print(webgpu.table(result))
+    return 0
+
+
 def run(args) -> int:
     from ..bench import report
-    from ..bench.runner import Config, progress_line, run as run_bench
+    from ..bench.runner import Config, progress_line
+    from ..bench.runner import run as run_bench
     from ..errors import UserError
 
     if args.chart:  # fail before minutes of measuring, in one line
@@ -91,6 +123,8 @@ def run(args) -> int:
             raise UserError("--chart needs matplotlib, which is not installed: pip install 'ort-dml-ops[bench]'") from None
     if args.reps is not None and args.reps < 1:
         raise UserError("--reps must be at least 1")
+    if args.target == "webgpu":
+        return _run_webgpu(args)
     dtypes = tuple(args.dtypes.split(",")) if args.dtypes else None
     if dtypes and not set(dtypes) <= {"float32", "float16"}:
         raise UserError(f"--dtypes takes float32 and/or float16, not {args.dtypes!r}")

@@ -34,7 +34,7 @@ def add_parser(subparsers) -> None:
     )
     p.add_argument("model", metavar="IN", help="path to an .onnx model")
     p.add_argument("-o", "--output", metavar="OUT", required=True, help="where to write the converted model")
-    p.add_argument("--target", choices=("dml", "cuda", "cpu"), default="dml", help="execution provider (default dml)")
+    p.add_argument("--target", choices=("dml", "cuda", "webgpu", "cpu"), default="dml", help="execution provider (default dml)")
     p.add_argument("--strategy", choices=("auto", "native", "lower", "fallback"), default="auto",
                    help="auto (default): native where the EP has a kernel, else lower, else fallback")
     p.add_argument("--report", metavar="FILE.json", help="also write the report as JSON to FILE.json")

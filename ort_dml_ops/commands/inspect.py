@@ -1,4 +1,4 @@
-"""`ort-dml-ops inspect MODEL [--target dml|cuda|cpu] [--json]`."""
+"""`ort-dml-ops inspect MODEL [--target dml|cuda|webgpu|cpu] [--json]`."""
 
 from __future__ import annotations
 
@@ -26,7 +26,7 @@ def add_parser(subparsers) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("model", metavar="MODEL", help="path to an .onnx model")
-    p.add_argument("--target", choices=("dml", "cuda", "cpu"), default="dml",
+    p.add_argument("--target", choices=("dml", "cuda", "webgpu", "cpu"), default="dml",
                    help="execution provider to model (default: dml = onnxruntime-directml 1.24.4)")
     p.add_argument("--json", action="store_true", help="print the report as one JSON object")
     p.set_defaults(func=run)

@@ -18,7 +18,7 @@ def add_parser(sub) -> None:
                        formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("model", help="path of the .onnx model")
     p.add_argument("--provider", action="append", metavar="NAME",
-                   help="dml, cuda, cpu or ONNX Runtime's full name; repeat for a priority list (default: best available)")
+                   help="dml, cuda, webgpu, cpu or ONNX Runtime's full name; repeat for a priority list (default: best available)")
     p.add_argument("--input", action="append", default=[], metavar="NAME=FILE.npy", help="an input value from a .npy file")
     p.add_argument("--random-inputs", action="store_true", help="random values for inputs not given with --input")
     p.add_argument("--output-dir", type=Path, help="save every output as NAME.npy in this folder")
@@ -76,11 +76,11 @@ def run(args) -> int:
 def _guarded(model_path, providers):
     """The model with every scatter lowered behind an index check, for the first provider's target."""
     from ..conversion import convert
-    from ..session import CPU, CUDA, DML, resolve_providers
+    from ..session import CPU, CUDA, DML, WEBGPU, resolve_providers
 
     first = resolve_providers(providers)[0]
     name = first[0] if isinstance(first, tuple) else first
-    target = {DML: "dml", CUDA: "cuda", CPU: "cpu"}.get(name, "cpu")
+    target = {DML: "dml", CUDA: "cuda", WEBGPU: "webgpu", CPU: "cpu"}.get(name, "cpu")
     return convert(model_path, target, strategy="lower", check_indices=True).model
 
 

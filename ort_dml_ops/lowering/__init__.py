@@ -12,6 +12,7 @@ from ._base import Emitter, Rewrite, RewriteContext, Rule, RuleRefused
 from .cumprod import CumProdLowering
 from .cumprod_native import CumProdToOnnx
 from .cumsum_cast import CumSumCast
+from .cumsum_scan import CumSumScan
 from .scatter import ScatterLowering
 
 #: (domain, op_type) of every node convert() considers
@@ -21,6 +22,6 @@ FAMILY_OPS = {
 }
 
 #: tried in order; the first whose check passes rewrites the node
-RULES: tuple[Rule, ...] = (CumProdToOnnx(), CumProdLowering(), CumSumCast(), ScatterLowering())
+RULES: tuple[Rule, ...] = (CumProdToOnnx(), CumProdLowering(), CumSumCast(), CumSumScan(), ScatterLowering())
 
 __all__ = ["Emitter", "FAMILY_OPS", "RULES", "Rewrite", "RewriteContext", "Rule", "RuleRefused"]

@@ -63,7 +63,7 @@ class Rule:
     #: (domain, op_type) pairs the rule applies to; domain "" is ai.onnx.
     ops: tuple[tuple[str, str], ...] = ()
     action: str = "lowered"  # what the report calls it: lowered / cast / fallback / native
-    targets: tuple[str, ...] = ("dml", "cuda", "cpu")
+    targets: tuple[str, ...] = ("dml", "cuda", "webgpu", "cpu")
     summary: str = ""  # one line for the report
 
     def applies_to(self, target: str) -> bool:

@@ -23,6 +23,10 @@ chains, then Hillis–Steele doubling steps on the remaining block totals, which
 smaller than x. Exact (same products, reassociated) for every length < 2^31; the node count
 does not depend on the length.
 
+A target may cap how many inputs/outputs one node binds (``max_width``, from the target's
+``max_io_width``: 8 on WebGPU, whose shaders bind each tensor as a storage buffer): chains and
+blocks are then at most that wide, so the scan takes more levels of narrower blocks.
+
 Never Exp/Log. Integers are exact (wrapping multiplication is associative); floats differ
 from the sequential reference only by rounding: see docs/convert.md for the bound.
 """
@@ -100,11 +104,12 @@ class CumProdLowering(Rule):
         reverse = bool(attr_int(node, "reverse"))
         e = Emitter(ctx, node.name or "CumProd")
         n = shape[axis]
+        width = ctx.options.get("max_io_width")
         if n is None:
-            y, note = scan_symbolic(e, x, shape, axis, "Mul", exclusive, reverse, x.dtype)
+            y, note = scan_symbolic(e, x, shape, axis, "Mul", exclusive, reverse, x.dtype, max_width=width)
         else:
-            y = scan_static(e, x, shape, axis, "Mul", exclusive, reverse, x.dtype)
-            note = f"axis length {n}: {scan_plan(shape, axis)}"
+            y = scan_static(e, x, shape, axis, "Mul", exclusive, reverse, x.dtype, max_width=width)
+            note = f"axis length {n}: {scan_plan(shape, axis, max_width=width)}"
         return e.done([y], note)
 
 
@@ -153,8 +158,9 @@ def chain(e: Emitter, x: ir.Value, n: int, ax: int, op: str, exclusive: bool, re
     return y, total
 
 
-def scan_static(e: Emitter, x: ir.Value, shape: list[int | None], axis: int, op: str, exclusive: bool, reverse: bool, dtype: ir.DataType) -> ir.Value:
-    """Scan along `axis` whose length is known; other dims may be symbolic."""
+def scan_static(e: Emitter, x: ir.Value, shape: list[int | None], axis: int, op: str, exclusive: bool, reverse: bool, dtype: ir.DataType, max_width: int | None = None) -> ir.Value:
+    """Scan along `axis` whose length is known; other dims may be symbolic. No Split or Concat
+    is wider than `max_width` (None: the defaults above)."""
     n = shape[axis]
     rank = len(shape)
     pre, post = shape[:axis], shape[axis + 1:]
@@ -169,18 +175,19 @@ def scan_static(e: Emitter, x: ir.Value, shape: list[int | None], axis: int, op:
             return e.op("Expand", one, e.op("Shape", x), dtype=dtype)
         return e.op("Identity", x, dtype=dtype)
     small_inner = I is not None and I < SMALL_INNER
-    if n <= _chain_max(small_inner):
+    if n <= _chain_max(small_inner, max_width):
         # one chain on x itself: no view, so a graph input is not copied
         piece = ([1 if k == axis else d for k, d in enumerate(shape)] if all_static
                  else _dyn_piece_shape(e, x, axis) if exclusive else None)
         return chain(e, x, n, axis, op, exclusive, reverse, dtype, piece)[0]
     if P is None and I is None:
-        return scan_symbolic(e, x, shape, axis, op, exclusive, reverse, dtype)[0]
-    y = radix_scan(e, e.reshape(x, [_dim(P), n, _dim(I)]), P, n, I, op, exclusive, reverse, dtype, small_inner)
+        return scan_symbolic(e, x, shape, axis, op, exclusive, reverse, dtype, max_width)[0]
+    y = radix_scan(e, e.reshape(x, [_dim(P), n, _dim(I)]), P, n, I, op, exclusive, reverse, dtype, small_inner,
+                   max_width)
     return e.reshape(y, list(shape) if all_static else e.op("Shape", x))
 
 
-def radix_scan(e: Emitter, x: ir.Value, P: int | None, n: int, I: int | None, op: str, exclusive: bool, reverse: bool, dtype: ir.DataType, small_inner: bool) -> ir.Value:
+def radix_scan(e: Emitter, x: ir.Value, P: int | None, n: int, I: int | None, op: str, exclusive: bool, reverse: bool, dtype: ir.DataType, small_inner: bool, max_width: int | None = None) -> ir.Value:
     """Scan along axis 1 of x, a [P, n, I] view (P or I None when symbolic, never both).
 
     Cut the axis into m blocks of b consecutive elements and view them as [P·m, b, I]: one
@@ -188,10 +195,10 @@ def radix_scan(e: Emitter, x: ir.Value, P: int | None, n: int, I: int | None, op
     scanned (exclusive) the same way, recursively; each column is then combined with its
     block's prefix and the columns concatenated back.
     """
-    if n <= _chain_max(small_inner):
+    if n <= _chain_max(small_inner, max_width):
         piece = [P, 1, I] if P is not None and I is not None else _dyn_piece_shape(e, x, 1) if exclusive else None
         return chain(e, x, n, 1, op, exclusive, reverse, dtype, piece)[0]
-    b = _block(n, small_inner)
+    b = _block(n, small_inner, max_width)
     m = -(-n // b)
     if m * b != n:  # pad with the identity: at the end, or at the start of a reverse scan
         pad = m * b - n
@@ -201,7 +208,8 @@ def radix_scan(e: Emitter, x: ir.Value, P: int | None, n: int, I: int | None, op
     order = list(range(b - 1, -1, -1)) if reverse else list(range(b))
     within = _links(e, cols, order, op, dtype)
     totals = within[order[-1]]
-    prefix = radix_scan(e, e.reshape(totals, [_dim(P), m, _dim(I)]), P, m, I, op, True, reverse, dtype, small_inner)
+    prefix = radix_scan(e, e.reshape(totals, [_dim(P), m, _dim(I)]), P, m, I, op, True, reverse, dtype, small_inner,
+                        max_width)
     prefix = e.reshape(prefix, [rows, 1, _dim(I)])
     parts = {}
     for i, k in enumerate(order):
@@ -216,7 +224,7 @@ def radix_scan(e: Emitter, x: ir.Value, P: int | None, n: int, I: int | None, op
     return y
 
 
-def scan_plan(shape: list[int | None], axis: int) -> str:
+def scan_plan(shape: list[int | None], axis: int, max_width: int | None = None) -> str:
     """What scan_static lays out for this axis, for the report: "single chain", or the block
     sizes level by level ("blocks of 4, 4, 4, then a chain of 4")."""
     n = shape[axis]
@@ -224,10 +232,10 @@ def scan_plan(shape: list[int | None], axis: int) -> str:
     I = int(np.prod(post)) if all(d is not None for d in post) else None
     small_inner = I is not None and I < SMALL_INNER
     if None in shape[:axis] and I is None:
-        return f"{DYN_STEPS}-step doubling scan (outer and inner dims symbolic)"
+        return "radix scan with run-time block counts (outer and inner dims symbolic)"
     levels = []
-    while n > _chain_max(small_inner):
-        b = _block(n, small_inner)
+    while n > _chain_max(small_inner, max_width):
+        b = _block(n, small_inner, max_width)
         levels.append(b)
         n = -(-n // b)
     if not levels:
@@ -235,13 +243,18 @@ def scan_plan(shape: list[int | None], axis: int) -> str:
     return f"blocks of {', '.join(map(str, levels))}, then a chain of {n}"
 
 
-def _chain_max(small_inner: bool) -> int:
-    return CHAIN_MAX if small_inner else FLAT_MAX
+def _chain_max(small_inner: bool, max_width: int | None = None) -> int:
+    limit = CHAIN_MAX if small_inner else FLAT_MAX
+    return limit if max_width is None else min(limit, max_width)
 
 
-def _block(n: int, small_inner: bool) -> int:
-    """Elements per block: a few strided columns, or about √n contiguous slices."""
-    return radix(n) if small_inner else block_size(n)[1]
+def _block(n: int, small_inner: bool, max_width: int | None = None) -> int:
+    """Elements per block: a few strided columns, or about √n contiguous slices; at most
+    `max_width` (then the widest divisor of n from max_width/2 up, else max_width, padded)."""
+    b = radix(n) if small_inner else block_size(n)[1]
+    if max_width is None or b <= max_width:
+        return b
+    return next((d for d in range(max_width, max(2, max_width // 2) - 1, -1) if n % d == 0), max_width)
 
 
 def radix(n: int) -> int:
@@ -269,7 +282,7 @@ def _dyn_piece_shape(e: Emitter, t: ir.Value, ax: int) -> ir.Value:
 
 
 def scan_symbolic(e: Emitter, x: ir.Value, shape: list[int | None], axis: int, op: str, exclusive: bool,
-                  reverse: bool, dtype: ir.DataType) -> tuple[ir.Value, str]:
+                  reverse: bool, dtype: ir.DataType, max_width: int | None = None) -> tuple[ir.Value, str]:
     """Scan along an axis whose length n is known only at run time: the radix scan of the static
     path with a fixed block width, so the node count does not depend on n and the work stays
     that of the static plan for the same n.
@@ -281,11 +294,13 @@ def scan_symbolic(e: Emitter, x: ir.Value, shape: list[int | None], axis: int, o
     levels the n / b^levels totals left are finished by Hillis–Steele steps, as many as a length
     below 2^31 needs — on a tensor b^levels times smaller than x.
     """
-    rank = len(shape)
-    pre, post = shape[:axis], shape[axis + 1:]
+    post = shape[axis + 1:]
     I_static = int(np.prod(post)) if all(d is not None for d in post) else None
     small_inner = I_static is not None and I_static < SMALL_INNER
     b, levels = (RADIX, 4) if small_inner else (DYN_BLOCK, 2)
+    if max_width is not None and b > max_width:  # a target binding few tensors per node: narrower, deeper
+        levels = math.ceil(levels * math.log2(b) / math.log2(max_width))
+        b = max_width
     dims = sizes.dims(e, x)
     P = sizes.product(e, dims[:axis])
     I = sizes.product(e, dims[axis + 1:])

@@ -6,7 +6,7 @@ One place for every rule, each naming the ONNX Runtime source it mirrors. Kernel
 API (for ``inspect`` and for the converter deciding per node whether the target EP is native)::
 
     from ort_dml_ops.targets import get_target
-    t = get_target("dml")                       # "dml" | "cuda" | "cpu"
+    t = get_target("dml")                       # "dml" | "cuda" | "webgpu" | "cpu"
     provider, reason = t.placement(node, opset, value_types)
     t.has_native_kernel(node, opset, value_types)   # -> bool: the target EP itself takes it
     d = t.explain(node, opset, value_types)         # Decision(provider, reason, since_version,
@@ -32,6 +32,14 @@ Targets:
   ``get_all_opkernel_def()``), else the table recorded from ORT source (``data/cuda_recorded.json``,
   versions only, no type constraints); CPU side: the installed CPU EP.
 * ``cpu``: the installed onnxruntime's CPU EP (live), the recorded 1.24.4 table if unavailable.
+* ``webgpu``: ONNX Runtime's WebGPU plugin EP (onnxruntime-ep-webgpu 0.4.0), table RECORDED from
+  the plugin (``data/webgpu_0.4.0.json``; how: ``webgpu_record.py``): a kernel matches only the
+  since-versions and type bindings the plugin was seen to take; the CPU side is the installed
+  CPU EP. ``max_io_width`` = 8 (WebGPU guarantees 8 storage buffers per shader stage; lavapipe
+  binds 16 and a Split into 17 outputs fails there), and ``cost_facts`` hold measured costs
+  ``convert``'s ``auto`` weighs; ``cpu_preferred`` is False: the plugin does not apply
+  ``GetCpuPreferredNodes`` (measured). (ORT's WebGPU CumSum, onnxruntime/core/providers/webgpu/math/
+  cumsum.cc, loops over the whole prefix for every output element: O(n²) along the axis).
 
 Rules (what mirrors what):
 
@@ -56,21 +64,30 @@ from __future__ import annotations
 from functools import lru_cache
 
 from . import kernels
-from .target import CPU, CUDA, DML, Decision, Target, opsets_of, type_string
+from .target import CPU, CUDA, DML, WEBGPU, Decision, Target, opsets_of, type_string
 
-__all__ = ["CPU", "CUDA", "DML", "TARGETS", "Decision", "Target", "get_target", "opsets_of", "type_string"]
+__all__ = ["CPU", "CUDA", "DML", "TARGETS", "WEBGPU", "Decision", "Target", "get_target", "opsets_of", "type_string"]
 
 #: target name -> ORT provider name
-TARGETS = {"dml": DML, "cuda": CUDA, "cpu": CPU}
+TARGETS = {"dml": DML, "cuda": CUDA, "webgpu": WEBGPU, "cpu": CPU}
 
 DML_TABLE = "dml_1.24.4.json"
 DML_CPU_TABLE = "cpu_1.24.4.json"
 CUDA_TABLE = "cuda_recorded.json"
+WEBGPU_TABLE = "webgpu_0.4.0.json"
+#: WebGPU: storage buffers one shader may bind that every WebGPU device offers
+#: (maxStorageBuffersPerShaderStage, https://www.w3.org/TR/webgpu/#limits); a Split/Concat binds
+#: each of its tensors
+WEBGPU_MAX_IO_WIDTH = 8
+#: Measured on the WebGPU plugin (docs/performance.md, `ort-dml-ops bench --target webgpu`):
+#: the native CumSum costs O(n) reads per element along the axis; above this axis length the
+#: blocked Add scan (the CumProd construction with Add) is the cheaper choice.
+WEBGPU_COST_FACTS = {"cumsum_native_max_axis": 64}
 
 
 @lru_cache(maxsize=None)
 def get_target(name: str = "dml") -> Target:
-    """The capability model for target `name` ("dml", "cuda", "cpu"; ORT provider names accepted)."""
+    """The capability model for target `name` ("dml", "cuda", "webgpu", "cpu"; ORT provider names accepted)."""
     key = {v: k for k, v in TARGETS.items()}.get(name, name)
     key = key.lower() if isinstance(key, str) else key
     if key == "dml":
@@ -80,6 +97,12 @@ def get_target(name: str = "dml") -> Target:
         return Target("cuda", CUDA, kernels.live(CUDA) or kernels.recorded(CUDA_TABLE), cpu)
     if key == "cpu":
         return Target("cpu", CPU, None, cpu)
+    if key == "webgpu":
+        # The plugin (0.4.0) keeps a node its kernel takes on WebGPU even when every input is a
+        # CPU-side value: ORT's GetCpuPreferredNodes does not run for it (measured; pinned by
+        # tests/webgpu/test_models_webgpu.py::test_plugin_keeps_cpu_fed_nodes_on_webgpu).
+        return Target("webgpu", WEBGPU, kernels.recorded(WEBGPU_TABLE), cpu, max_io_width=WEBGPU_MAX_IO_WIDTH,
+                      cost_facts=WEBGPU_COST_FACTS, cpu_preferred=False)
     from ..errors import UserError
 
-    raise UserError(f"unknown target {name!r}; choose one of: dml, cuda, cpu")
+    raise UserError(f"unknown target {name!r}; choose one of: {', '.join(TARGETS)}")

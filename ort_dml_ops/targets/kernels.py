@@ -99,7 +99,7 @@ def _rows_to_table(data: dict, live: bool = False) -> KernelTable:
             types=None if types is None else {n: frozenset(v) for n, v in types.items()},
             cpu_inputs=frozenset(r.get("cpu_inputs", ())), cpu_outputs=frozenset(r.get("cpu_outputs", ())),
             query=r.get("query"),
-            extra={k2: v for k2, v in r.items() if k2 in ("fusable", "note", "typed_as")},
+            extra={k2: v for k2, v in r.items() if k2 in ("fusable", "note", "typed_as", "attrs_on_target")},
         )
         by_op.setdefault((k.domain, k.op), []).append(k)
     return KernelTable(data["provider"], data.get("build", ""), data.get("source", {}), by_op, live)

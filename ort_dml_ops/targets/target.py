@@ -20,6 +20,7 @@ from . import dml_rules, kernels, schemas
 CPU = "CPUExecutionProvider"
 DML = "DmlExecutionProvider"
 CUDA = "CUDAExecutionProvider"
+WEBGPU = "WebGpuExecutionProvider"
 
 #: Domains whose ops are Python custom ops (onnxruntime-extensions): always on the CPU EP.
 CUSTOM_OP_DOMAINS = frozenset({DOMAIN, "ai.onnx.contrib"})
@@ -94,8 +95,17 @@ class Target:
     """A capability model of one ONNX Runtime execution provider (with the CPU EP behind it)."""
 
     def __init__(self, name: str, provider: str, table: kernels.KernelTable | None,
-                 cpu_table: kernels.KernelTable, *, device_unsupported=frozenset()):
+                 cpu_table: kernels.KernelTable, *, device_unsupported=frozenset(), max_io_width: int | None = None,
+                 cost_facts: Mapping | None = None, cpu_preferred: bool = True):
         self.name = name
+        #: does the EP's GetCapability move shape-computing nodes to the CPU (GetCpuPreferredNodes,
+        #: fallback_cpu_capability.cc)? The in-tree GPU EPs do; the WebGPU *plugin* does not (measured)
+        self.cpu_preferred = cpu_preferred
+        #: most inputs/outputs one node may bind on the device (None: no limit modelled); WebGPU
+        #: binds each tensor as a storage buffer, 8 per shader guaranteed by the WebGPU spec
+        self.max_io_width = max_io_width
+        #: measured costs the converter's `auto` weighs (see targets/__init__.py)
+        self.cost_facts = dict(cost_facts or {})
         self.provider = provider
         self.table = table  # None for target "cpu"
         self.cpu_table = cpu_table
@@ -170,6 +180,8 @@ class Target:
                 why_off = self._miss_text(self.table, op, domain, since, miss)
             elif self.provider == DML:
                 why_off = self._dml_checks(node, tk, value_type)
+            elif "attrs_on_target" in tk.extra:
+                why_off = _recorded_attrs_check(node, tk)
             if why_off is None:
                 return Decision(self.provider, f"{_short(self.provider)} kernel {op}({tk.version_text()})",
                                 since, tk, on_target=True, target_lookup=True, target_kernel=tk)
@@ -218,12 +230,31 @@ class Target:
             return (f"no {who} kernel for {name} at since-version {since} (registered: {regs}; "
                     "a kernel without end version matches only its own since-version)")
         k, (cname, t) = miss
-        allowed = ", ".join(sorted(x[7:-1] if x.startswith("tensor(") else x for x in k.types[cname]))
+        # a recorded table (webgpu) holds one row per type binding: name every type taken
+        types = set().union(*((kk.types or {}).get(cname, ()) for kk in table.kernels(op, domain)
+                              if kk.matches_version(since)))
+        allowed = ", ".join(sorted(x[7:-1] if x.startswith("tensor(") else x for x in types))
         return f"type not supported: {who} {name}({k.version_text()}) takes {cname} in {{{allowed}}}, node has {t}"
 
 
 def _short(provider: str) -> str:
-    return {DML: "DML", CUDA: "CUDA", CPU: "CPU"}.get(provider, provider)
+    return {DML: "DML", CUDA: "CUDA", CPU: "CPU", WEBGPU: "WebGPU"}.get(provider, provider)
+
+
+def _recorded_attrs_check(node, k) -> str | None:
+    """A recorded kernel the EP took only with some attribute values (webgpu_record.py):
+    the node's values of the recorded attributes must be one of the combinations taken."""
+    attrs = {a.name: onnx.helper.get_attribute_value(a) for a in node.attribute}
+    attrs = {n: v.decode() if isinstance(v, bytes) else v for n, v in attrs.items()}
+    names = {n for allowed in k.extra["attrs_on_target"] for n in allowed} | set(_ATTR_DEFAULTS)
+    have = {n: attrs.get(n, _ATTR_DEFAULTS.get(n)) for n in names}
+    for allowed in k.extra["attrs_on_target"]:
+        if all(have[n] == allowed.get(n, _ATTR_DEFAULTS.get(n)) for n in names):
+            return None
+    return f"{_short(k.op)}: the EP was recorded taking it only with {k.extra['attrs_on_target']}"
+
+
+_ATTR_DEFAULTS = {"reduction": "none"}
 
 
 def _cpu_run_refusal(node, op, resolve) -> str | None:

@@ -1,0 +1,90 @@
+"""CumSum on a long axis, for WebGPU -> the blocked Add scan of cumprod.py (Split, Add, Concat).
+
+ORT's WebGPU CumSum (onnxruntime/core/providers/webgpu/math/cumsum.cc) computes every output
+element by a loop over its whole prefix along the axis: O(n) reads per element, O(n²) work per
+line. Measured on the plugin (docs/performance.md), it is tens of times slower than the CPU EP at
+an axis length of 1000. The blocked scan of cumprod.py with Add does O(1) full passes per level
+and log_w(n) levels (w = the target's Split/Concat width, 8 on WebGPU).
+
+`auto` uses this rule on WebGPU only where the axis is longer than the target's
+``cost_facts["cumsum_native_max_axis"]`` (conversion.py); `lower` uses it everywhere it applies.
+Integers are exact (wrapping addition is associative). Floats are summed in another order than
+the sequential loop: the result differs by rounding only, within the bound of any summation
+order, (n-1)·2^-24·Σ|x| for float32 (n = axis length) — the report says so.
+"""
+
+from __future__ import annotations
+
+import onnx_ir as ir
+
+from .._domain import DOMAIN
+from ._base import (
+    Emitter,
+    Rewrite,
+    RewriteContext,
+    Rule,
+    attr_int,
+    const_array,
+    static_shape,
+)
+from .cumprod import scan_plan, scan_static
+
+#: element types the WebGPU EP runs Add, Split and Concat for (recorded table, webgpu_0.4.0.json)
+SUPPORTED = {
+    ir.DataType.FLOAT,
+    ir.DataType.FLOAT16,
+    ir.DataType.INT32,
+    ir.DataType.UINT32,
+}
+
+
+class CumSumScan(Rule):
+    name = "cumsum-scan"
+    ops = (("", "CumSum"), (DOMAIN, "CumSum"))
+    action = "lowered"
+    targets = ("webgpu",)
+    summary = "blocked Add scan (Split, Add, Concat), no Split/Concat wider than the target allows"
+
+    def check(self, node: ir.Node, ctx: RewriteContext) -> str | None:
+        x = node.inputs[0]
+        if (
+            len(node.inputs) < 2
+            or node.inputs[1] is None
+            or const_array(node.inputs[1]) is None
+        ):
+            return (
+                "the axis input is not a constant; the scan is laid out at convert time"
+            )
+        shape = static_shape(x)
+        if shape is None:
+            return "the rank of the input is unknown"
+        if x.dtype not in SUPPORTED:
+            return f"no exact device scan for element type {x.dtype.name if x.dtype else 'unknown'}"
+        axis = int(const_array(node.inputs[1]).reshape(-1)[0])
+        if not -len(shape) <= axis < len(shape):
+            return f"axis {axis} is out of range for rank {len(shape)}"
+        if shape[axis % len(shape)] is None:
+            return "the axis length is symbolic"
+        return None
+
+    def rewrite(self, node: ir.Node, ctx: RewriteContext) -> Rewrite:
+        x = node.inputs[0]
+        shape = static_shape(x)
+        axis = int(const_array(node.inputs[1]).reshape(-1)[0]) % len(shape)
+        width = ctx.options.get("max_io_width")
+        e = Emitter(ctx, node.name or "CumSum")
+        y = scan_static(
+            e,
+            x,
+            shape,
+            axis,
+            "Add",
+            bool(attr_int(node, "exclusive")),
+            bool(attr_int(node, "reverse")),
+            x.dtype,
+            max_width=width,
+        )
+        note = f"axis length {shape[axis]}: {scan_plan(shape, axis, max_width=width)}"
+        if x.dtype in (ir.DataType.FLOAT, ir.DataType.FLOAT16):
+            note += "; float sums in blocked order: differs from the sequential sum by rounding, within (n-1)·eps·Σ|x|"
+        return e.done([y], note)

@@ -1,0 +1,173 @@
+"""Lowerings for WebGPU stay within its binding limit: no Split/Concat wider than 8 tensors.
+
+A WebGPU shader binds each input/output as a storage buffer; WebGPU guarantees 8 per stage
+(maxStorageBuffersPerShaderStage) and lavapipe offers 16, so a Split into 17 outputs fails there
+(measured). The graph checks need no device; the run checks (marked `webgpu`) execute the
+converted models on the plugin and compare with numpy, placement from ORT's record.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import onnx
+import pytest
+from onnx import TensorProto as T
+from onnx import helper as h
+
+from ort_dml_ops import DOMAIN
+from ort_dml_ops.conversion import convert
+from ort_dml_ops.targets import get_target
+
+from .conftest import placement, webgpu_session
+
+WIDTH = get_target("webgpu").max_io_width
+SHAPES = [
+    ([40, 3], 0),
+    ([3, 40], 1),
+    ([300, 2], 0),
+    ([2, 1000], 1),
+    ([17, 5, 4], 0),
+    ([1000, 1], 0),
+    ([1000, 32], 0),
+]
+
+
+def _model(op, shape, axis, exclusive=0, reverse=0):
+    domain, opset = (DOMAIN, 17) if op == "CumProd" else ("", 14)
+    node = h.make_node(
+        op,
+        ["x", "axis"],
+        ["y"],
+        name="op",
+        domain=domain,
+        exclusive=exclusive,
+        reverse=reverse,
+    )
+    g = h.make_graph(
+        [node],
+        "g",
+        [h.make_tensor_value_info("x", T.FLOAT, shape)],
+        [h.make_tensor_value_info("y", T.FLOAT, shape)],
+        [h.make_tensor("axis", T.INT64, [], [axis])],
+    )
+    imports = [h.make_opsetid("", opset)] + (
+        [h.make_opsetid(DOMAIN, 1)] if domain else []
+    )
+    return h.make_model(g, opset_imports=imports, ir_version=8)
+
+
+def _widest(model: onnx.ModelProto) -> int:
+    return max(
+        (
+            max(len(n.input), len(n.output))
+            for n in model.graph.node
+            if n.op_type in ("Split", "Concat")
+        ),
+        default=0,
+    )
+
+
+def _reference(op, x, axis, exclusive, reverse):
+    f = np.cumprod if op == "CumProd" else np.cumsum
+    x64 = x.astype(np.float64)
+    if reverse:
+        x64 = np.flip(x64, axis)
+    y = f(x64, axis=axis)
+    if exclusive:
+        y = np.concatenate(
+            [
+                np.ones_like(np.take(y, [0], axis)) * (1 if op == "CumProd" else 0),
+                np.take(y, range(y.shape[axis] - 1), axis),
+            ],
+            axis=axis,
+        )
+    return np.flip(y, axis) if reverse else y
+
+
+@pytest.mark.parametrize("op", ["CumProd", "CumSum"])
+@pytest.mark.parametrize("shape,axis", SHAPES)
+def test_no_split_or_concat_wider_than_the_target_allows(op, shape, axis):
+    out = convert(_model(op, shape, axis), "webgpu", strategy="lower").model
+    onnx.checker.check_model(out, full_check=True)
+    assert 0 < _widest(out) <= WIDTH == 8
+
+
+def test_other_targets_keep_their_wide_blocks():
+    out = convert(_model("CumProd", [1000, 32], 0), "dml", strategy="lower").model
+    assert (
+        _widest(out) > 8
+    )  # the DML layout is unchanged: blocks of about sqrt(1000) slices
+
+
+@pytest.mark.webgpu
+@pytest.mark.parametrize("flags", [(0, 0), (1, 0), (0, 1), (1, 1)])
+@pytest.mark.parametrize("op", ["CumProd", "CumSum"])
+@pytest.mark.parametrize("shape,axis", SHAPES)
+def test_lowered_scan_runs_on_webgpu_with_reference_values(
+    op, shape, axis, flags, webgpu_lane
+):
+    exclusive, reverse = flags
+    out = convert(
+        _model(op, shape, axis, exclusive, reverse), "webgpu", strategy="lower"
+    ).model
+    rng = np.random.default_rng(1)
+    x = (
+        rng.uniform(0.99, 1.01, shape).astype(np.float32)
+        if op == "CumProd"
+        else rng.uniform(-1, 1, shape).astype(np.float32)
+    )
+    s = webgpu_session(out)
+    y = s.run(None, {"x": x})[0]
+    where = placement(s)
+    assert set(where.values()) == {"WebGpuExecutionProvider"}, {
+        k: v for k, v in where.items() if v != "WebGpuExecutionProvider"
+    }
+    want = _reference(op, x, axis, exclusive, reverse)
+    n = shape[axis]
+    # any summation / product order: |err| <= (n-1) eps sum|x| (sums), (n-1) eps |y| (products of ~1)
+    bound = (n + 1) * 2.0**-23 * (
+        np.abs(want) + (np.cumsum(np.abs(x), axis) if op == "CumSum" else 0)
+    ) + 1e-7
+    assert np.all(np.abs(y - want) <= bound)
+
+
+@pytest.mark.webgpu
+def test_wide_split_fails_on_the_device_as_the_limit_says(webgpu_lane):
+    """The reason for the limit, pinned: a 17-way Split does not run on lavapipe's WebGPU."""
+    if "llvmpipe" not in webgpu_lane:
+        pytest.skip(f"the 16-buffer limit is lavapipe's; adapter here: {webgpu_lane}")
+    g = h.make_graph(
+        [
+            h.make_node(
+                "Split", ["x", "s"], [f"y{i}" for i in range(17)], axis=0, name="op"
+            )
+        ],
+        "g",
+        [h.make_tensor_value_info("x", T.FLOAT, [17, 4])],
+        [h.make_tensor_value_info(f"y{i}", T.FLOAT, [1, 4]) for i in range(17)],
+        [h.make_tensor("s", T.INT64, [17], [1] * 17)],
+    )
+    m = h.make_model(g, opset_imports=[h.make_opsetid("", 18)], ir_version=8)
+    s = webgpu_session(m)
+    assert placement(s)["op"] == "WebGpuExecutionProvider"
+    with pytest.raises(Exception, match="(?i)storage|buffer|limit|bind"):
+        s.run(None, {"x": np.ones([17, 4], np.float32)})
+
+
+@pytest.mark.parametrize(
+    ("n", "action"),
+    [(16, "native"), (64, "native"), (65, "lowered"), (1000, "lowered")],
+)
+def test_auto_lowers_cumsum_only_where_the_native_kernel_costs_more(n, action):
+    """ORT's WebGPU CumSum reads the whole prefix per element (O(n^2) along the axis): `auto`
+    keeps it up to the target's measured crossover (cost_facts) and lowers longer axes."""
+    limit = get_target("webgpu").cost_facts["cumsum_native_max_axis"]
+    assert limit == 64
+    rep = convert(_model("CumSum", [4, n], 1), "webgpu").report.nodes[0]
+    assert rep.action == action
+    if action == "lowered":
+        assert "O(n²)" in rep.reason and "cumsum-scan" in rep.reason
+    # other targets keep their native CumSum at any length
+    assert (
+        convert(_model("CumSum", [4, n], 1), "dml").report.nodes[0].action == "native"
+    )
