@@ -66,7 +66,7 @@ def main() -> None:
     print(f"onnxruntime {ort.__version__}, CPU EP, CumProd lowered: symbolic axis length vs static, interleaved medians")
     print(f"{'n':>7} {'shape':>16} {'axis':>4} {'static ms':>10} {'symbolic ms':>12} {'ratio':>6} {'nodes s/sym':>12} {'max rel diff':>12}")
     for r in rows:
-        print(f"{r['n']:>7} {str(r['shape']):>16} {r['axis']:>4} {r['static_ms']:10.2f} {r['symbolic_ms']:12.2f} "
+        print(f"{r['n']:>7} {r['shape']!s:>16} {r['axis']:>4} {r['static_ms']:10.2f} {r['symbolic_ms']:12.2f} "
               f"{r['ratio']:6.2f} {r['static_nodes']:>5}/{r['symbolic_nodes']:<6} {r['max_rel_diff']:12.2e}")
 
 

@@ -40,7 +40,15 @@ import onnx_ir as ir
 
 from .._domain import DOMAIN
 from . import sizes
-from ._base import Emitter, Rewrite, RewriteContext, Rule, attr_int, const_array, static_shape
+from ._base import (
+    Emitter,
+    Rewrite,
+    RewriteContext,
+    Rule,
+    attr_int,
+    const_array,
+    static_shape,
+)
 
 #: dtypes the Mul-based lowering supports (ONNX Mul-14 type set minus bool).
 SUPPORTED = {
@@ -305,7 +313,7 @@ def scan_symbolic(e: Emitter, x: ir.Value, shape: list[int | None], axis: int, o
     P = sizes.product(e, dims[:axis])
     I = sizes.product(e, dims[axis + 1:])
     n = dims[axis]
-    view = e.reshape(x, sizes.concat(e, [P, -1, I]) if not isinstance(P, int) or not isinstance(I, int) else [P, -1, I])
+    view = e.reshape(x, sizes.concat(e, [P, -1, I]))
     y = _radix_symbolic(e, view, P, n, I, op, exclusive, reverse, dtype, b, levels, DYN_STEPS)
     y = e.reshape(y, sizes.shape_tensor(e, x))
     hs = max(0, DYN_STEPS - levels * int(math.log2(b)))
@@ -325,8 +333,7 @@ def _radix_symbolic(e: Emitter, x: ir.Value, P, n, I, op: str, exclusive: bool, 
     pads = sizes.concat(e, [0, pad, 0, 0, 0, 0] if reverse else [0, 0, 0, 0, pad, 0])
     x = e.op("Pad", x, pads, fill, mode="constant")
     rows = sizes.mul(e, P, m)
-    cols = e.split(e.reshape(x, sizes.concat(e, [rows if not isinstance(rows, int) else rows, b, I])
-                             if not (isinstance(rows, int) and isinstance(I, int)) else [rows, b, I]), [1] * b, 1)
+    cols = e.split(e.reshape(x, sizes.concat(e, [rows, b, I])), [1] * b, 1)
     order = list(range(b - 1, -1, -1)) if reverse else list(range(b))
     within = _links(e, cols, order, op, dtype)
     totals = e.reshape(within[order[-1]], sizes.concat(e, [P, m, I]))
