@@ -11,6 +11,7 @@ import sys
 
 from ._version import __version__
 from .errors import UserError
+from .writes import Interrupted
 
 #: Each name is a module ort_dml_ops.commands.<name>.
 VERBS = ("run", "inspect", "convert", "demo", "bench")
@@ -42,6 +43,9 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("ort-dml-ops: interrupted", file=sys.stderr)
         return 130
+    except Interrupted as exc:  # SIGTERM/SIGINT while writing: the temporaries are already removed
+        print(f"ort-dml-ops: {exc}", file=sys.stderr)
+        return 128 + exc.signum
 
 
 if __name__ == "__main__":
