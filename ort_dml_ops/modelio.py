@@ -353,7 +353,10 @@ def _copy_fields(dst, src, skip=frozenset()) -> None:
     for field, value in src.ListFields():
         if field.name in skip:
             continue
-        if field.label == field.LABEL_REPEATED:
+        repeated = getattr(field, "is_repeated", None)  # protobuf >= 6; older ones have `label`
+        if repeated is None:
+            repeated = field.label == field.LABEL_REPEATED
+        if repeated:
             getattr(dst, field.name).extend(value)
         elif field.type == field.TYPE_MESSAGE:
             getattr(dst, field.name).CopyFrom(value)
@@ -371,3 +374,52 @@ def _varint(n: int) -> bytes:
         else:
             out.append(b)
             return bytes(out)
+
+
+#: `location` of a stub left where a large initializer was detached (detach_large_initializers)
+DETACHED = "ort-dml-ops-detached:"
+_DATA_FIELDS = {"raw_data", "float_data", "int32_data", "string_data", "int64_data", "double_data", "uint64_data"}
+
+
+def detach_large_initializers(model: onnx.ModelProto, threshold: int = STREAM_BYTES):
+    """A copy of `model` whose large inline main-graph initializers are stubs, and the tensors.
+
+    Each stub keeps the initializer's name, type and dims but no data: it is marked as
+    external data at location `ort-dml-ops-detached:<name>`, so everything that already copes
+    with external data (shape inference, onnx_ir, the checker through without_external_data,
+    inspect) works on a copy that costs nothing. Shape inference with `data_prop=True` copies
+    every initializer's data several times over (~25x a 256 MiB tensor was measured), and
+    the rules only need the values of small constants (axes, shapes). `attach_detached` puts
+    the data back.
+    """
+    big = {t.name: t for t in model.graph.initializer
+           if t.data_location != onnx.TensorProto.EXTERNAL and _nbytes_or_zero(t) >= threshold}
+    copy = onnx.ModelProto()
+    if not big:
+        copy.CopyFrom(model)
+        return copy, {}
+    _copy_fields(copy, model, skip={"graph"})
+    _copy_fields(copy.graph, model.graph, skip={"initializer"})
+    for t in model.graph.initializer:
+        if t.name not in big:
+            copy.graph.initializer.append(t)
+            continue
+        stub = copy.graph.initializer.add()
+        _copy_fields(stub, t, skip=_DATA_FIELDS | {"external_data", "data_location"})
+        stub.data_location = onnx.TensorProto.EXTERNAL
+        for k, v in (("location", DETACHED + t.name), ("length", str(_nbytes(t)))):
+            e = stub.external_data.add()
+            e.key, e.value = k, v
+    return copy, big
+
+
+def attach_detached(model: onnx.ModelProto, detached: dict) -> onnx.ModelProto:
+    """Put the data of `detached` tensors back into `model`'s stubs (in place; returns it)."""
+    if not detached:
+        return model
+    for t in model.graph.initializer:
+        if t.data_location == onnx.TensorProto.EXTERNAL:
+            location = next((e.value for e in t.external_data if e.key == "location"), "")
+            if location.startswith(DETACHED):
+                t.CopyFrom(detached[location[len(DETACHED):]])
+    return model

@@ -101,7 +101,9 @@ class Outputs:
             ("path", os.path.realpath(path))
         )
         if hit:
-            raise UserError(f"{path}: the {what} path is {hit}; choose another path")
+            raise UserError(
+                f"{path}: the {what} path is {hit}; writing it would overwrite the input, choose another path"
+            )
 
     # ---------------------------------------------------------------- step 2: temporaries
     def __enter__(self):

@@ -10,6 +10,7 @@ type, see kernels.py). The user's model is never modified: this works on a copy.
 from __future__ import annotations
 
 import onnx
+import onnx.inliner
 from onnx import TensorProto, helper
 
 from .._domain import DOMAIN
