@@ -17,8 +17,16 @@ from .writes import Interrupted
 VERBS = ("run", "inspect", "convert", "demo", "bench")
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse, but a usage error is one line (`ort-dml-ops: error: ...`, exit 2), like every
+    other error of the CLI; `--help` still prints the usage."""
+
+    def error(self, message: str):
+        self.exit(2, f"ort-dml-ops: error: {self.prog.removeprefix('ort-dml-ops ')}: {message} (see --help)\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="ort-dml-ops",
         description="Make ONNX CumSum, CumProd and ScatterElements run on the DirectML GPU.",
     )

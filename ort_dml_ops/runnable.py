@@ -29,7 +29,7 @@ ORT_MAX_OPSET = 26
 def check_original(model: onnx.ModelProto) -> None:
     """Refuse, in one line, an original that ONNX Runtime could not load (weights not needed:
     pass a copy without large initializers)."""
-    from .modelio import without_external_data
+    from .modelio import graphs, without_external_data
     from .schemas import registered
 
     known = {
@@ -43,6 +43,15 @@ def check_original(model: onnx.ModelProto) -> None:
                 f"the model imports {domain or 'ai.onnx'} opset {imp.version}, newer than ONNX Runtime "
                 f"loads (at most {known[domain]}); refused"
             )
+    for g in graphs(model.graph):
+        seen: set[str] = set()
+        for node in g.node:
+            if node.name and node.name in seen:
+                raise UserError(
+                    f"two nodes are named {node.name!r}; ONNX Runtime refuses such a model "
+                    "(graph.cc: node names must be unique); refused"
+                )
+            seen.add(node.name)
     try:
         with (
             registered()

@@ -54,6 +54,9 @@ def resolve_providers(providers=None) -> list:
     for p in providers:
         name, options = (p if isinstance(p, tuple) else (p, None))
         name = SHORT_NAMES.get(str(name).lower(), name)
+        if name not in ort.get_all_providers():  # a typo would otherwise run on the CPU with a warning
+            raise UserError(f"unknown execution provider {name!r}: use dml, cuda, cpu or one of ONNX Runtime's "
+                            f"names ({', '.join(ort.get_all_providers())})")
         if options is None and name in _DEFAULT_OPTIONS:
             options = dict(_DEFAULT_OPTIONS[name])
         resolved.append((name, options) if options is not None else name)

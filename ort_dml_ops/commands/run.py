@@ -105,6 +105,9 @@ class _Writer:
 
 
 def _save_npy(tmp: str, target: Path, value: np.ndarray) -> None:
+    value = np.asarray(value)
+    if value.dtype == object and all(isinstance(v, str) for v in value.reshape(-1)):
+        value = value.astype(str)  # ONNX strings: stored as numpy unicode (no pickle needed)
     try:
         with open(tmp, "wb") as f:
             np.lib.format.write_array(_Writer(f), np.asarray(value), allow_pickle=False)
