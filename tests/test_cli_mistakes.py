@@ -310,3 +310,43 @@ def test_usage_errors_are_one_line_in_a_real_process():
     assert len(out.stderr.strip().splitlines()) == 1 and out.stderr.startswith(
         "ort-dml-ops: error: "
     ), out.stderr
+
+
+def test_run_check_indices_on_a_converted_model_is_refused(tmp_path, capsys):
+    """The converted model's scatter is lowered: --check-indices would guard nothing (it ran
+    and exited 0 before). It is refused in one line; on the original it guards."""
+    g = helper.make_graph(
+        [helper.make_node("ScatterElements", ["d", "i", "u"], ["y"], axis=0)],
+        "g",
+        [
+            helper.make_tensor_value_info("d", T.FLOAT, [4]),
+            helper.make_tensor_value_info("i", T.INT64, [2]),
+            helper.make_tensor_value_info("u", T.FLOAT, [2]),
+        ],
+        [helper.make_tensor_value_info("y", T.FLOAT, [4])],
+    )
+    src = _save(
+        helper.make_model(g, opset_imports=[helper.make_opsetid("", 18)]),
+        tmp_path / "m.onnx",
+    )
+    assert (
+        main(
+            ["convert", str(src), "-o", str(tmp_path / "c.onnx"), "--strategy", "lower"]
+        )
+        == 0
+    )
+    capsys.readouterr()
+    for k, v in {
+        "d": np.zeros(4, np.float32),
+        "i": np.array([0, 9]),
+        "u": np.ones(2, np.float32),
+    }.items():
+        np.save(tmp_path / f"{k}.npy", v)
+    inputs = [a for k in "diu" for a in ("--input", f"{k}={tmp_path / f'{k}.npy'}")]
+    line = _error(
+        ["run", tmp_path / "c.onnx", "--provider", "cpu", "--check-indices", *inputs],
+        capsys,
+    )
+    assert "no ScatterElements" in line
+    line = _error(["run", src, "--provider", "cpu", "--check-indices", *inputs], capsys)
+    assert "out of range" in line  # the original: the guard stops the bad index

@@ -30,7 +30,8 @@ def add_parser(sub) -> None:
     p.add_argument("--check-indices", action="store_true",
                    help="guard every scatter against out-of-range indices: runs the model converted with "
                         "strategy lower and an index check (a few extra ops over the indices), so a bad index "
-                        "fails the run loudly instead of writing to the wrong element")
+                        "fails the run loudly instead of writing to the wrong element; refused for a model "
+                        "with no scatter node left (an already-converted one)")
     p.set_defaults(func=run)
 
 
@@ -135,12 +136,24 @@ def json_values(value: np.ndarray):
 
 
 def _guarded(model_path, providers):
-    """The model with every scatter lowered behind an index check, for the first provider's target."""
+    """The model with every scatter lowered behind an index check, for the first provider's target.
+
+    A model with no scatter node left to guard is refused: after `convert`, a scatter is a
+    lowered graph whose indices nothing checks any more, so the flag would guard nothing
+    (guard the original instead, or `convert --check-indices`).
+    """
     from ..conversion import convert
     from ..session import CPU, CUDA, DML, resolve_providers
 
     first = resolve_providers(providers)[0]
     name = first[0] if isinstance(first, tuple) else first
     target = {DML: "dml", CUDA: "cuda", CPU: "cpu"}.get(name, "cpu")
-    return convert(model_path, target, strategy="lower", check_indices=True).model
+    result = convert(model_path, target, strategy="lower", check_indices=True)
+    if not any(n.op_type in SCATTER_OPS for n in result.report.nodes):
+        raise UserError(f"{model_path}: --check-indices: the model has no ScatterElements, ScatterND or Scatter node "
+                        "to guard (a converted model's scatters are already lowered, unchecked); run the original "
+                        "model with --check-indices, or convert it with --check-indices")
+    return result.model
 
+
+SCATTER_OPS = ("ScatterElements", "ScatterND", "Scatter")
