@@ -19,6 +19,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import tempfile
@@ -57,6 +58,8 @@ class Outputs:
         self._targets: dict[Path, str] = {}  # target -> what it is
         self._temps: dict[Path, str] = {}
         self._old_handlers: dict = {}
+        self._in_critical = False
+        self._pending: int | None = None
 
     # ---------------------------------------------------------------- step 1: declare
     def protect(self, path: str | os.PathLike, what: str = "an input") -> None:
@@ -107,25 +110,29 @@ class Outputs:
 
     # ---------------------------------------------------------------- step 2: temporaries
     def __enter__(self):
-        self._install_handlers()
         try:
-            for target, what in self._targets.items():
-                try:
-                    fd, tmp = tempfile.mkstemp(
-                        prefix=f".{target.name[:200]}.",
-                        suffix=".tmp",
-                        dir=target.parent,
-                    )
-                except OSError as exc:
-                    raise UserError(
-                        f"{target}: cannot write the {what} ({_reason(exc)})"
-                    ) from None
-                os.close(fd)
-                self._temps[target] = tmp
+            self._install_handlers()
+            with (
+                self._critical()
+            ):  # a signal between mkstemp and the bookkeeping would leak a file
+                self._make_temps()
         except BaseException:
             self._cleanup()
             raise
         return self
+
+    def _make_temps(self) -> None:
+        for target, what in self._targets.items():
+            try:
+                fd, tmp = tempfile.mkstemp(
+                    prefix=f".{target.name[:200]}.", suffix=".tmp", dir=target.parent
+                )
+            except OSError as exc:
+                raise UserError(
+                    f"{target}: cannot write the {what} ({_reason(exc)})"
+                ) from None
+            os.close(fd)
+            self._temps[target] = tmp
 
     def __exit__(self, *exc) -> None:
         self._cleanup()
@@ -144,20 +151,43 @@ class Outputs:
     def commit(self) -> None:
         """Give every temporary the umask's mode and rename it over its target, in `add` order."""
         mode = 0o666 & ~current_umask()
-        try:
-            for target, tmp in self._temps.items():
-                os.chmod(tmp, mode)
-            for target in list(self._temps):
-                os.replace(self._temps[target], target)
-                del self._temps[target]
-        except OSError as exc:
-            raise UserError(f"cannot write the outputs ({_reason(exc)})") from None
+        # a signal here is held until every rename is done (then reported): never half a commit
+        with self._critical():
+            try:
+                for target, tmp in self._temps.items():
+                    os.chmod(tmp, mode)
+                for target in list(self._temps):
+                    os.replace(self._temps[target], target)
+                    del self._temps[target]
+            except OSError as exc:
+                raise UserError(f"cannot write the outputs ({_reason(exc)})") from None
 
     def _cleanup(self) -> None:
+        self._in_critical = (
+            True  # a second signal must not interrupt the clean-up itself
+        )
         for tmp in self._temps.values():
             _remove(tmp)
         self._temps.clear()
         self._restore_handlers()
+        self._in_critical = False
+        pending, self._pending = self._pending, None
+        if (
+            pending is not None
+        ):  # arrived during the clean-up: hand it to the restored handler
+            signal.raise_signal(pending)
+
+    @contextlib.contextmanager
+    def _critical(self):
+        """Signals arriving inside are held and raised (as Interrupted) when it ends."""
+        self._in_critical = True
+        try:
+            yield
+        finally:
+            self._in_critical = False
+        pending, self._pending = self._pending, None
+        if pending is not None:
+            raise Interrupted(pending)
 
     # ---------------------------------------------------------------- signals
     def _install_handlers(self) -> None:
@@ -165,6 +195,9 @@ class Outputs:
             return  # only the main thread may set handlers; callers in threads get plain cleanup
 
         def handler(signum, frame):
+            if self._in_critical:
+                self._pending = signum
+                return
             raise Interrupted(signum)
 
         for sig in (signal.SIGTERM, signal.SIGINT):
