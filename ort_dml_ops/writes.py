@@ -112,9 +112,8 @@ class Outputs:
     def __enter__(self):
         try:
             self._install_handlers()
-            with (
-                self._critical()
-            ):  # a signal between mkstemp and the bookkeeping would leak a file
+            # a signal between mkstemp and the bookkeeping would leak a file: held until done
+            with self._critical():
                 self._make_temps()
         except BaseException:
             self._cleanup()
