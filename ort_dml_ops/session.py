@@ -54,9 +54,10 @@ def resolve_providers(providers=None) -> list:
     for p in providers:
         name, options = (p if isinstance(p, tuple) else (p, None))
         name = SHORT_NAMES.get(str(name).lower(), name)
-        if name not in ort.get_all_providers():  # a typo would otherwise run on the CPU with a warning
-            raise UserError(f"unknown execution provider {name!r}: use dml, cuda, cpu or one of ONNX Runtime's "
-                            f"names ({', '.join(ort.get_all_providers())})")
+        known = set(ort.get_all_providers()) | set(ort.get_available_providers())  # the latter: plugin EPs
+        if name not in known:  # a typo would otherwise run on the CPU with a warning
+            raise UserError(f"unknown execution provider {name!r}: use dml, cuda, cpu or an ONNX Runtime name "
+                            "such as DmlExecutionProvider (onnxruntime.get_all_providers() lists them)")
         if options is None and name in _DEFAULT_OPTIONS:
             options = dict(_DEFAULT_OPTIONS[name])
         resolved.append((name, options) if options is not None else name)
