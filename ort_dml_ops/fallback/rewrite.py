@@ -16,7 +16,14 @@ from onnx import TensorProto, helper
 from .._domain import DOMAIN
 from ..errors import UserError
 from ..schemas import registered
-from .registry import KERNEL_DOMAIN, KERNEL_DOMAIN_VERSION, SCAN_TYPES, SCATTER_TYPES, VIA_FLOAT32, kernel_name
+from .registry import (
+    KERNEL_DOMAIN,
+    KERNEL_DOMAIN_VERSION,
+    SCAN_TYPES,
+    SCATTER_TYPES,
+    VIA_FLOAT32,
+    kernel_name,
+)
 
 FALLBACK_OPS = ("CumProd", "CumSum", "ScatterElements")
 _DEFAULTS = {
