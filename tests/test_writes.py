@@ -487,3 +487,25 @@ def test_fuzzed_output_paths_never_overwrite_an_input(
             if p.exists() and _identity(p) not in protected:
                 p.unlink()
     assert not [p for p in d.iterdir() if p.name.endswith(".tmp")]
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    names=st.lists(
+        st.text(min_size=1, max_size=20), min_size=1, max_size=6, unique=True
+    )
+)
+def test_fuzzed_output_names_map_to_distinct_files_inside_the_folder(names):
+    """run --output-dir: distinct output names never share a file, and none leaves the folder."""
+    from ort_dml_ops.commands.run import output_file_name
+
+    files = [output_file_name(n) for n in names]
+    assert len(set(files)) == len(files)
+    for f in files:
+        assert (
+            "/" not in f
+            and "\0" not in f
+            and f not in (".", "..")
+            and f.endswith(".npy")
+        )
+        assert os.path.basename(os.path.normpath(os.path.join("out", f))) == f
