@@ -11,13 +11,22 @@ import sys
 
 from ._version import __version__
 from .errors import UserError
+from .writes import Interrupted
 
 #: Each name is a module ort_dml_ops.commands.<name>.
 VERBS = ("run", "inspect", "convert", "demo", "bench")
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse, but a usage error is one line (`ort-dml-ops: error: ...`, exit 2), like every
+    other error of the CLI; `--help` still prints the usage."""
+
+    def error(self, message: str):
+        self.exit(2, f"ort-dml-ops: error: {self.prog.removeprefix('ort-dml-ops ')}: {message} (see --help)\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="ort-dml-ops",
         description="Make ONNX CumSum, CumProd and ScatterElements run on the DirectML GPU.",
     )
@@ -42,6 +51,9 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("ort-dml-ops: interrupted", file=sys.stderr)
         return 130
+    except Interrupted as exc:  # SIGTERM/SIGINT while writing: the temporaries are already removed
+        print(f"ort-dml-ops: {exc}", file=sys.stderr)
+        return 128 + exc.signum
 
 
 if __name__ == "__main__":

@@ -14,6 +14,7 @@ target EP has a kernel for it, else lowers it, else routes it to the fallback.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import os
 from pathlib import Path
@@ -27,7 +28,9 @@ from .errors import UserError
 from .lowering import FAMILY_OPS, RULES, opset as opset_rule
 from .lowering._base import RewriteContext, attr_str, const_array, static_shape
 from .lowering.fallback import route_to_fallback
-from .modelio import external_data_bytes, fix_ir_version, graphs, load_model, without_external_data
+from .modelio import (attach_detached, detach_large_initializers, external_data_bytes, fix_ir_version, graphs,
+                      load_model, without_external_data)
+from .runnable import check_fallback_types, check_original
 
 STRATEGIES = ("native", "lower", "fallback", "auto")
 #: external data up to this size is loaded into a converted model (the API's result is then
@@ -110,8 +113,10 @@ def convert(model: onnx.ModelProto | str | os.PathLike | bytes, target: str = "d
     original = load_model(model, load_external_data=False) if base_dir is not None else load_model(model)
     if base_dir is not None and not external_data_bytes(original):
         base_dir = None
-    proto = onnx.ModelProto()
-    proto.CopyFrom(original)
+    # large initializers are detached for the whole conversion (never copied, never fed to
+    # shape inference or the checker) and put back at the end: modelio.detach_large_initializers
+    proto, detached = detach_large_initializers(original)
+    check_original(proto)
     signature = _signature(proto.graph)
 
     # 1. opset: bring 22–26 down to one the target serves (or refuse naming the node)
@@ -120,7 +125,10 @@ def convert(model: onnx.ModelProto | str | os.PathLike | bytes, target: str = "d
 
     # 2. shapes (the project's domain ops read as their ONNX twins for inference only)
     proto = _infer_shapes(proto)
-    model_ir = ir.serde.deserialize_model(proto)
+    try:
+        model_ir = ir.serde.deserialize_model(proto)
+    except Exception as exc:  # noqa: BLE001 - onnx_ir's SerdeError wraps the reason; one line for the user
+        raise UserError(f"the model cannot be read for conversion ({_serde_reason(exc)})") from None
     names = _all_names(model_ir)
     _function_input_types(proto, model_ir)
     _refuse_static_errors(model_ir)
@@ -133,28 +141,47 @@ def convert(model: onnx.ModelProto | str | os.PathLike | bytes, target: str = "d
             ctx = RewriteContext(opset=opset, target=target, names=names, check_indices=check_indices,
                                  options={"model_opsets": dict(model_ir.opset_imports),
                                           "max_io_width": _max_io_width(target)}, graph=graph)
-            reports.append(_convert_node(graph, node, where, ctx, strategy))
+            try:
+                reports.append(_convert_node(graph, node, where, ctx, strategy))
+            except UserError:
+                raise
+            except Exception as exc:  # noqa: BLE001 - a rule that cannot handle this node: one line, not a traceback
+                label = f"{node.op_type} node {node.name!r}" if node.name else f"a {node.op_type} node"
+                raise UserError(f"{label}: cannot convert it ({_serde_reason(exc)})") from None
+    check_fallback_types(model_ir, target, _graphs(model_ir, main_opset))
 
     _fix_domain_import(model_ir)
     if not any(r.action not in ("native", "cpu") or r.emitted for r in reports) and not opset_info.get("changed"):
-        out = onnx.ModelProto()  # nothing to do: the model as given (idempotency)
-        out.CopyFrom(original)
+        out, _ = detach_large_initializers(original)  # nothing to do: the model as given (idempotency)
     else:
-        out = ir.serde.serialize_model(model_ir)
+        try:
+            out = ir.serde.serialize_model(model_ir)
+        except Exception as exc:  # noqa: BLE001 - see above
+            raise UserError(f"the converted model cannot be written ({_serde_reason(exc)})") from None
         _keep_value_info(out, _value_info_names(original))
         _restore_graph_io(out.graph, original.graph)
     fix_ir_version(out)
     if validate:
         _validate(out, signature)
+    report = ConvertReport(target, strategy, reports, opset_info)
+    if with_inspect:
+        report.inspect = _inspect(out, target)
+    del model_ir, proto
+    out = attach_detached(out, detached)
     if base_dir is not None and not keep_external_data and external_data_bytes(out) < INLINE_LIMIT:
         onnx.external_data_helper.load_external_data_for_model(out, str(base_dir))
         base_dir = None
     if base_dir is not None and not external_data_bytes(out):
         base_dir = None
-    report = ConvertReport(target, strategy, reports, opset_info)
-    if with_inspect:
-        report.inspect = _inspect(out, target)
     return ConvertResult(out, report, base_dir)
+
+
+def _serde_reason(exc: BaseException) -> str:
+    """The innermost cause's first line (onnx_ir wraps the reason in SerdeErrors)."""
+    while exc.__cause__ is not None or exc.__context__ is not None:
+        exc = exc.__cause__ or exc.__context__
+    text = str(exc).strip().splitlines()
+    return f"{type(exc).__name__}: {text[0]}" if text else type(exc).__name__
 
 
 _AXIS_INPUT_OPS = {"CumSum", "CumProd"}
@@ -511,14 +538,11 @@ def _infer_shapes(proto: onnx.ModelProto) -> onnx.ModelProto:
     """Shape inference that sees through the project's domain ops (read as their ONNX twins)."""
     twin = onnx.ModelProto()
     twin.CopyFrom(proto)
-    touched = False
 
     def swap(graph):
-        nonlocal touched
         for n in graph.node:
             if n.domain == DOMAIN and n.op_type in _INFER_TWIN:
                 n.domain, n.op_type = "", _INFER_TWIN[n.op_type]
-                touched = True
             for a in n.attribute:
                 if a.type == onnx.AttributeProto.GRAPH:
                     swap(a.g)
@@ -526,15 +550,38 @@ def _infer_shapes(proto: onnx.ModelProto) -> onnx.ModelProto:
                     swap(g)
 
     swap(twin.graph)
+    # External and detached initializers are seen as graph inputs of the same type
+    # (modelio.without_external_data): inference needs their shapes, not their bytes. Data
+    # propagation (which gives static shapes through Shape/Concat/Reshape chains) costs about
+    # 200 bytes per element of every long 1-D value it meets (4.6 GB for a 64M-element Add,
+    # measured with onnx 1.23), so it runs only when no 1-D value is longer than DATA_PROP_LIMIT.
+    light = without_external_data(twin)
     try:
-        inferred = onnx.shape_inference.infer_shapes(twin, data_prop=True)
+        inferred = onnx.shape_inference.infer_shapes(light)
     except Exception:
         return proto
-    if not touched:
-        return inferred
-    del proto.graph.value_info[:]
-    proto.graph.value_info.extend(inferred.graph.value_info)
+    if not _has_long_vector(inferred):
+        with contextlib.suppress(Exception):  # if it fails, the plain inference stands
+            inferred = onnx.shape_inference.infer_shapes(light, data_prop=True)
+    for mine, theirs in zip(graphs(proto.graph), graphs(inferred.graph)):
+        del mine.value_info[:]
+        mine.value_info.extend(theirs.value_info)
     return proto
+
+
+#: longest 1-D value (elements) shape inference still runs data propagation over
+DATA_PROP_LIMIT = 1 << 16
+
+
+def _has_long_vector(model: onnx.ModelProto) -> bool:
+    for g in graphs(model.graph):
+        for vi in list(g.input) + list(g.output) + list(g.value_info):
+            dims = vi.type.tensor_type.shape.dim if vi.type.HasField("tensor_type") else []
+            if len(dims) == 1 and dims[0].dim_value > DATA_PROP_LIMIT:
+                return True
+        if any(len(t.dims) == 1 and t.dims[0] > DATA_PROP_LIMIT for t in g.initializer):
+            return True
+    return False
 
 
 def _fix_domain_import(model: ir.Model) -> None:

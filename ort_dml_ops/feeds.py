@@ -23,6 +23,8 @@ def parse_input_args(pairs: list[str]) -> dict[str, Path]:
         name, sep, path = pair.partition("=")
         if not sep or not name or not path:
             raise UserError(f"--input expects NAME=FILE.npy, got {pair!r}")
+        if name in files:
+            raise UserError(f"--input {name}= is given more than once ({files[name]} and {path}); give each input once")
         files[name] = Path(path)
     return files
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import tempfile
 from pathlib import Path
 
 import onnx
@@ -237,76 +236,190 @@ def _copy_external_data(proto: onnx.ModelProto, src_dir: Path, dst: Path, tmp: s
         out.truncate(pos)
 
 
+def external_data_files(proto: onnx.ModelProto, folder: str | os.PathLike) -> list[Path]:
+    """The files the model's external tensors are read from (resolved against `folder`)."""
+    out: dict[Path, None] = {}
+    for t in _tensors(proto):
+        if t.data_location == onnx.TensorProto.EXTERNAL:
+            location = next((e.value for e in t.external_data if e.key == "location"), "")
+            if location:
+                out[Path(folder) / location] = None
+    return list(out)
+
+
+def data_path_for(path: str | os.PathLike) -> Path:
+    """Where the output's external data goes: `<path>.data` beside it."""
+    path = Path(path)
+    return path.with_name(path.name + ".data")
+
+
 def save_model_atomic(model: onnx.ModelProto, path: str | os.PathLike, *, source: str | os.PathLike | None = None,
                       external_data_dir: str | os.PathLike | None = None) -> Path:
     """Write `model` to `path` through a temporary file in the same folder, then rename.
 
-    Refuses to overwrite `source` (the input model). On any failure no file is left behind.
+    Refuses (UserError, before writing) a `path` that is, or links to, `source` (the input
+    model) or a file the model's external data is read from, and an output `.data` file that
+    is one of them. On any failure, and on SIGTERM/SIGINT, no file is left behind (writes.py).
     With `external_data_dir` (the folder the model's external tensors are relative to, e.g.
     `ConvertResult.external_data_dir`), their bytes are copied to `<path>.data` beside the
     output, which stays external; `model` itself is not changed.
     """
+    from .writes import Outputs
+
     path = Path(path)
-    if source is not None and Path(source).exists() and path.exists() and path.resolve() == Path(source).resolve():
-        raise UserError(f"{path}: the output path is the input model; choose another output path")
-    folder = path.parent if str(path.parent) else Path(".")
-    if not folder.is_dir():
-        if folder.exists() or any(p.exists() and not p.is_dir() for p in folder.parents):
-            raise UserError(f"{folder}: not a folder (a file is in the output path)")
-        raise UserError(f"{folder}: the output folder does not exist")
-    if path.is_dir():
-        raise UserError(f"{path}: cannot write the output (the output path is a directory)")
-    data_path = None
-    if external_data_dir is not None and _uses_external_data(model):
-        data_path = path.with_name(path.name + ".data")
-        inputs = {(Path(external_data_dir) / e.value).resolve() for t in _tensors(model)
-                  if t.data_location == onnx.TensorProto.EXTERNAL for e in t.external_data if e.key == "location"}
-        if source is not None:
-            inputs.add(Path(source).resolve())
-        if data_path.resolve() in inputs:
-            raise UserError(f"{data_path}: the output's external data file would overwrite the input's; "
-                            "choose another output name")
-        copy = onnx.ModelProto()
-        copy.CopyFrom(model)
-        model = copy
-    fix_ir_version(model)
-    made: list[str] = []
-    try:
-        try:
-            for _ in range(2 if data_path is not None else 1):
-                fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=folder)
-                os.close(fd)
-                made.append(tmp)
-        except PermissionError:
-            raise UserError(f"{path}: permission denied writing the output") from None
-        if data_path is not None:
-            _copy_external_data(model, Path(external_data_dir), data_path, made[1])
-        data = model.SerializeToString()
-        with open(made[0], "wb") as f:
-            f.write(data)
-        if data_path is not None:
-            os.replace(made.pop(), data_path)
-        try:
-            os.replace(made[0], path)
-        except BaseException:
-            if data_path is not None:
-                _silently_remove(str(data_path))
-            raise
-        made.clear()
-    except UserError:
-        raise
-    except PermissionError:
-        raise UserError(f"{path}: permission denied writing the output") from None
-    except OSError as exc:
-        raise UserError(f"{path}: cannot write the output ({exc.strerror or exc})") from None
-    finally:
-        for tmp in made:
-            _silently_remove(tmp)
+    outputs = Outputs()
+    if source is not None:
+        outputs.protect(source, "the input model")
+    external = external_data_dir is not None and _uses_external_data(model)
+    if external:
+        for f in external_data_files(model, external_data_dir):
+            outputs.protect(f, "the input's external data")
+    outputs.add(path, "output")
+    data_path = outputs.add(data_path_for(path), "output's external data") if external else None
+    with outputs:
+        write_model(model, outputs.temp(path), path, external_data_dir if external else None,
+                    outputs.temp(data_path) if external else None)
+        outputs.commit()
     return path
 
 
-def _silently_remove(p: str) -> None:
+def write_model(model: onnx.ModelProto, tmp: str, path: Path, external_data_dir=None, data_tmp: str | None = None) -> None:
+    """Write `model` into the temporary file `tmp` (to be renamed to `path`); with
+    `external_data_dir`, copy its external tensors into `data_tmp` (to be `<path>.data`)."""
+    from .writes import write_error
+
     try:
-        os.remove(p)
-    except OSError:
-        pass
+        if external_data_dir is not None:
+            copy = onnx.ModelProto()
+            copy.CopyFrom(model)  # external tensors hold no bytes: a small copy
+            model = copy
+            _copy_external_data(model, Path(external_data_dir), data_path_for(path), data_tmp)
+        fix_ir_version(model)
+        with open(tmp, "wb") as f:
+            serialize_into(model, f)
+    except OSError as exc:
+        raise write_error(path, "output", exc) from None
+
+
+#: initializers at least this large are written field by field (never serialized as a whole)
+STREAM_BYTES = 1 << 20
+
+
+def serialize_into(model: onnx.ModelProto, f) -> None:
+    """Write `model`'s protobuf encoding to the binary file `f` with no whole-model copy.
+
+    `SerializeToString` needs twice the model's size on top of it (the encoder's buffer and
+    the Python bytes). Here the model minus its large main-graph initializers is encoded as
+    usual, then each large initializer as one more `graph { initializer { ... } }` record:
+    protobuf merges repeated occurrences of a message field and appends to repeated fields,
+    so a reader (onnx, ONNX Runtime) sees the same model; only one tensor's bytes are copied at
+    a time.
+    """
+    big = [t for t in model.graph.initializer if t.HasField("raw_data") and _nbytes_or_zero(t) >= STREAM_BYTES]
+    if not big:
+        f.write(model.SerializeToString())
+        return
+    names = {id(t) for t in big}
+    skeleton = onnx.ModelProto()
+    _copy_fields(skeleton, model, skip={"graph"})
+    _copy_fields(skeleton.graph, model.graph, skip={"initializer"})
+    for t in model.graph.initializer:
+        if id(t) not in names:
+            skeleton.graph.initializer.append(t)
+    f.write(skeleton.SerializeToString())
+    del skeleton
+    for t in big:
+        head = onnx.TensorProto()
+        _copy_fields(head, t, skip={"raw_data"})
+        head_bytes = head.SerializeToString()
+        raw = t.raw_data
+        tensor_len = len(head_bytes) + 1 + len(_varint(len(raw))) + len(raw)
+        graph_len = 1 + len(_varint(tensor_len)) + tensor_len
+        f.write(b"\x3a" + _varint(graph_len) + b"\x2a" + _varint(tensor_len) + head_bytes
+                + b"\x4a" + _varint(len(raw)))  # 0x3a: ModelProto.graph (7), 0x2a: GraphProto.initializer (5)
+        f.write(raw)  # 0x4a: TensorProto.raw_data (9), all length-delimited
+        del raw
+
+
+def _nbytes_or_zero(t: onnx.TensorProto) -> int:
+    try:
+        return _nbytes(t)
+    except Exception:  # noqa: BLE001 - a type numpy has no size for: not streamed
+        return 0
+
+
+def _copy_fields(dst, src, skip=frozenset()) -> None:
+    """Copy every set field of `src` into `dst` except those named in `skip` (no deep copy of skipped ones)."""
+    for field, value in src.ListFields():
+        if field.name in skip:
+            continue
+        repeated = getattr(field, "is_repeated", None)  # protobuf >= 6; older ones have `label`
+        if repeated is None:
+            repeated = field.label == field.LABEL_REPEATED
+        if repeated:
+            getattr(dst, field.name).extend(value)
+        elif field.type == field.TYPE_MESSAGE:
+            getattr(dst, field.name).CopyFrom(value)
+        else:
+            setattr(dst, field.name, value)
+
+
+def _varint(n: int) -> bytes:
+    out = bytearray()
+    while True:
+        b = n & 0x7F
+        n >>= 7
+        if n:
+            out.append(b | 0x80)
+        else:
+            out.append(b)
+            return bytes(out)
+
+
+#: `location` of a stub left where a large initializer was detached (detach_large_initializers)
+DETACHED = "ort-dml-ops-detached:"
+_DATA_FIELDS = {"raw_data", "float_data", "int32_data", "string_data", "int64_data", "double_data", "uint64_data"}
+
+
+def detach_large_initializers(model: onnx.ModelProto, threshold: int = STREAM_BYTES):
+    """A copy of `model` whose large inline main-graph initializers are stubs, and the tensors.
+
+    Each stub keeps the initializer's name, type and dims but no data: it is marked as
+    external data at location `ort-dml-ops-detached:<name>`, so everything that already copes
+    with external data (shape inference, onnx_ir, the checker through without_external_data,
+    inspect) works on a copy that costs nothing. Shape inference with `data_prop=True` copies
+    every initializer's data several times over (~25x a 256 MiB tensor was measured), and
+    the rules only need the values of small constants (axes, shapes). `attach_detached` puts
+    the data back.
+    """
+    big = {t.name: t for t in model.graph.initializer
+           if t.data_location != onnx.TensorProto.EXTERNAL and _nbytes_or_zero(t) >= threshold}
+    copy = onnx.ModelProto()
+    if not big:
+        copy.CopyFrom(model)
+        return copy, {}
+    _copy_fields(copy, model, skip={"graph"})
+    _copy_fields(copy.graph, model.graph, skip={"initializer"})
+    for t in model.graph.initializer:
+        if t.name not in big:
+            copy.graph.initializer.append(t)
+            continue
+        stub = copy.graph.initializer.add()
+        _copy_fields(stub, t, skip=_DATA_FIELDS | {"external_data", "data_location"})
+        stub.data_location = onnx.TensorProto.EXTERNAL
+        for k, v in (("location", DETACHED + t.name), ("length", str(_nbytes(t)))):
+            e = stub.external_data.add()
+            e.key, e.value = k, v
+    return copy, big
+
+
+def attach_detached(model: onnx.ModelProto, detached: dict) -> onnx.ModelProto:
+    """Put the data of `detached` tensors back into `model`'s stubs (in place; returns it)."""
+    if not detached:
+        return model
+    for t in model.graph.initializer:
+        if t.data_location == onnx.TensorProto.EXTERNAL:
+            location = next((e.value for e in t.external_data if e.key == "location"), "")
+            if location.startswith(DETACHED):
+                t.CopyFrom(detached[location[len(DETACHED):]])
+    return model

@@ -15,9 +15,12 @@ everything on the CPU without a word when no adapter exists; here that is an err
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import os
 import re
+import signal
+import threading
 import warnings
 from pathlib import Path
 
@@ -62,6 +65,10 @@ def resolve_providers(providers=None) -> list:
     for p in providers:
         name, options = (p if isinstance(p, tuple) else (p, None))
         name = SHORT_NAMES.get(str(name).lower(), name)
+        known = set(ort.get_all_providers()) | set(ort.get_available_providers())  # the latter: plugin EPs
+        if name not in known:  # a typo would otherwise run on the CPU with a warning
+            raise UserError(f"unknown execution provider {name!r}: use dml, cuda, cpu or an ONNX Runtime name "
+                            "such as DmlExecutionProvider (onnxruntime.get_all_providers() lists them)")
         if options is None and name in _DEFAULT_OPTIONS:
             options = dict(_DEFAULT_OPTIONS[name])
         resolved.append((name, options) if options is not None else name)
@@ -187,29 +194,86 @@ def _ort_reason(exc: Exception) -> str:
 
 
 class FallbackSession(ort.InferenceSession):
-    """An onnxruntime.InferenceSession whose run() raises the fallback kernels' errors.
+    """An onnxruntime.InferenceSession whose entry points raise the fallback kernels' errors.
 
     The kernels cannot raise inside ONNX Runtime (the extensions library would abort the
-    process); they record the error and this raises it, as ONNX Runtime's own InvalidArgument.
+    process); they record the error (registry.py) and the entry point that ran them raises it,
+    as ONNX Runtime's own InvalidArgument: `run`, `run_with_ort_values`, `run_with_iobinding`,
+    and `run_async`, whose callback receives it as its error string. Errors are dropped at the
+    start of every call, so none reaches a later run. While a run is in progress on the main
+    thread, SIGINT/SIGTERM handled by Python are deferred to its end (a handler raising
+    inside a kernel would abort the process): Ctrl-C is a KeyboardInterrupt in the caller.
     """
 
     _fallback_tag = ""
 
     def run(self, output_names, input_feed, run_options=None):
-        fallback.take_errors(self._fallback_tag)  # drop leftovers of an interrupted run
-        outputs = super().run(output_names, input_feed, run_options)
-        self._raise_recorded_errors()
-        return outputs
+        return self._guarded(super().run, output_names, input_feed, run_options)
 
     def run_with_ort_values(self, output_names, input_dict_ort_values, run_options=None):
-        outputs = super().run_with_ort_values(output_names, input_dict_ort_values, run_options)
-        self._raise_recorded_errors()
-        return outputs
+        return self._guarded(super().run_with_ort_values, output_names, input_dict_ort_values, run_options)
 
-    def _raise_recorded_errors(self) -> None:
-        errors = fallback.take_errors(self._fallback_tag)
+    def run_with_iobinding(self, iobinding, run_options=None):
+        return self._guarded(super().run_with_iobinding, iobinding, run_options)
+
+    def run_async(self, output_names, input_feed, callback, user_data, run_options=None):
+        tag = self._fallback_tag
+
+        def with_kernel_errors(outputs, data, error):
+            # ORT runs the model and then this callback on one thread of its pool: the kernels'
+            # errors are recorded under that thread
+            errors = fallback.take_errors(tag)
+            if errors and not error:
+                error, outputs = _error_text(errors), []
+            callback(outputs, data, error)
+
+        return super().run_async(output_names, input_feed, with_kernel_errors, user_data, run_options)
+
+    def _guarded(self, call, *args):
+        tag = self._fallback_tag
+        fallback.take_errors(tag)  # drop leftovers of an interrupted run
+        with _signals_deferred():
+            try:
+                result = call(*args)
+            finally:
+                errors = fallback.take_errors(tag)
         if errors:
-            raise InvalidArgument(f"[ONNXRuntimeError] : 2 : INVALID_ARGUMENT : {'; '.join(dict.fromkeys(errors))}")
+            interrupt = next((e for e in errors if isinstance(e, BaseException)), None)
+            if interrupt is not None:
+                raise interrupt
+            raise InvalidArgument(_error_text(errors))
+        return result
+
+
+def _error_text(errors: list) -> str:
+    text = "; ".join(dict.fromkeys(str(e) if isinstance(e, str) else f"interrupted ({type(e).__name__})" for e in errors))
+    return f"[ONNXRuntimeError] : 2 : INVALID_ARGUMENT : {text}"
+
+
+@contextlib.contextmanager
+def _signals_deferred():
+    """Hold Python-level SIGINT/SIGTERM handlers until the block ends, then call them.
+
+    A Python handler runs between bytecodes of whatever Python code the main thread executes
+    — inside a fallback kernel too, where its exception would abort the process.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield  # handlers run on the main thread only: nothing to defer here
+        return
+    pending: list[int] = []
+    held = {}
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        handler = signal.getsignal(sig)
+        if callable(handler):
+            held[sig] = handler
+            signal.signal(sig, lambda signum, frame: pending.append(signum))
+    try:
+        yield
+    finally:
+        for sig, handler in held.items():
+            signal.signal(sig, handler)
+        for signum in dict.fromkeys(pending):
+            held[signum](signum, None)
 
 
 def _session_source(model):

@@ -191,7 +191,7 @@ def chart(result: dict, path: str) -> str:
     fig.legend(list(seen.values()), list(seen), loc="lower right", fontsize=7, ncol=3)
     fig.suptitle(f"float32 on the CPU EP — {result['meta']['summary']}", fontsize=8)
     fig.tight_layout(rect=(0, 0.04, 1, 0.95))
-    fig.savefig(path, dpi=72)
+    fig.savefig(path, dpi=72, format="png")  # `path` may be a temporary name (writes.py)
     plt.close(fig)
     return path
 

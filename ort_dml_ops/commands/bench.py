@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
+import math
 
 EPILOG = """\
 examples:
@@ -23,9 +23,27 @@ cannot run are "n/a" with the reason. --chart needs matplotlib (pip install 'ort
 
 def _sizes(text: str) -> tuple:
     try:
-        return tuple(int(float(s)) for s in text.split(",") if s)
+        sizes = tuple(float(s) for s in text.split(",") if s)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"sizes are numbers like 1e5,1e6, not {text!r}") from None
+        sizes = ()
+    if not sizes or not all(math.isfinite(s) and 10 <= s <= 1e10 for s in sizes):
+        raise argparse.ArgumentTypeError(f"sizes are element counts from 10 to 1e10 like 1e5,1e6, not {text!r}")
+    return tuple(int(s) for s in sizes)
+
+
+def _at_least(low: float, kind=int):
+    """An argparse type: a finite number >= low."""
+
+    def parse(text: str):
+        try:
+            value = kind(text)
+        except ValueError:
+            value = None
+        if value is None or not math.isfinite(value) or value < low:
+            raise argparse.ArgumentTypeError(f"expected a number >= {low:g}, not {text!r}")
+        return value
+
+    return parse
 
 
 def add_parser(subparsers) -> None:
@@ -48,9 +66,9 @@ def add_parser(subparsers) -> None:
     p.add_argument("--sizes", type=_sizes, help="comma list of element counts, e.g. 1e5,1e6")
     p.add_argument("--dtypes", help="comma list of float32, float16")
     p.add_argument("--axes", choices=("first", "last", "both"), help="reduction axis (default both)")
-    p.add_argument("--reps", type=int, help="interleaved rounds per case (most; cut to the time budget)")
-    p.add_argument("--budget", type=float, help="seconds per case the rounds are cut to (at least 3 rounds)")
-    p.add_argument("--nodes", type=int, help="node count of the convert/inspect model (0 skips that part)")
+    p.add_argument("--reps", type=_at_least(1), help="interleaved rounds per case (most; cut to the time budget)")
+    p.add_argument("--budget", type=_at_least(0, float), help="seconds per case the rounds are cut to (at least 3 rounds)")
+    p.add_argument("--nodes", type=_at_least(0), help="node count of the convert/inspect model (0 skips that part)")
     p.add_argument("--no-gpu", action="store_true", help="skip the GPU part even where a GPU EP is present")
     p.add_argument("--no-memory", action="store_true",
                    help="skip the peak-memory part (lowered nucleus-sampling scatter, 50,000-entry vocabulary)")
@@ -115,14 +133,13 @@ def run(args) -> int:
     from ..bench.runner import Config, progress_line
     from ..bench.runner import run as run_bench
     from ..errors import UserError
+    from ..writes import Outputs
 
     if args.chart:  # fail before minutes of measuring, in one line
         try:
             import matplotlib  # noqa: F401
         except ImportError:
             raise UserError("--chart needs matplotlib, which is not installed: pip install 'ort-dml-ops[bench]'") from None
-    if args.reps is not None and args.reps < 1:
-        raise UserError("--reps must be at least 1")
     if args.target == "webgpu":
         return _run_webgpu(args)
     dtypes = tuple(args.dtypes.split(",")) if args.dtypes else None
@@ -131,29 +148,34 @@ def run(args) -> int:
     axes = {"first": (0,), "last": (1,), "both": (0, 1), None: None}[args.axes]
     config = Config.preset(args.mode, sizes=args.sizes, dtypes=dtypes, axes=axes, kinds=_kinds(args.ops),
                            reps=args.reps, budget_s=args.budget, nodes=args.nodes)
-    if args.sizes and min(args.sizes) < 10:
-        raise UserError("--sizes must be at least 10 elements")
     config.gpu = not args.no_gpu
     config.memory = not args.no_memory
     config.proto = args.proto
+    outputs = Outputs()
     if args.from_json:
-        try:
-            with open(args.from_json) as f:
-                result = json.load(f)
-        except (OSError, ValueError) as exc:
-            raise UserError(f"cannot read {args.from_json}: {exc}") from None
-    else:
-        result = run_bench(config, progress=progress_line)  # progress on stderr: stdout stays the table or JSON
+        outputs.protect(args.from_json, "the --from-json record")
     if args.chart:
-        report.chart(result, args.chart)
-        result["meta"]["chart"] = args.chart
-    if args.json:
-        json.dump(result, sys.stdout, indent=1)
-        print()
-    elif args.markdown:
-        print(report.markdown(result))
-    else:
-        print(report.table(result))
-        if args.chart:
-            print(f"chart: {args.chart}")
+        outputs.add(args.chart, "chart")
+    with outputs:  # the chart's folder is checked before minutes of measuring
+        if args.from_json:
+            try:
+                with open(args.from_json, encoding="utf-8") as f:
+                    result = json.load(f)
+            except (OSError, ValueError) as exc:
+                raise UserError(f"cannot read {args.from_json}: {exc}") from None
+        else:
+            result = run_bench(config, progress=progress_line)  # progress on stderr: stdout stays the table or JSON
+        try:
+            if args.chart:
+                report.chart(result, outputs.temp(args.chart))
+                result["meta"]["chart"] = args.chart
+            text = (json.dumps(result, indent=1) if args.json else report.markdown(result) if args.markdown
+                    else report.table(result) + (f"\nchart: {args.chart}" if args.chart else ""))
+        except (KeyError, TypeError, ValueError, AttributeError, IndexError) as exc:
+            if not args.from_json:
+                raise
+            raise UserError(f"{args.from_json}: not a record saved with `bench --json` "
+                            f"({type(exc).__name__}: {exc})") from None
+        outputs.commit()
+    print(text)
     return 0

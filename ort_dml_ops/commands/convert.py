@@ -50,34 +50,45 @@ def add_parser(subparsers) -> None:
 
 def run(args) -> int:
     from ..conversion import convert
-    from ..modelio import load_model, save_model_atomic
+    from ..modelio import data_path_for, external_data_files, load_model, write_model
+    from ..writes import Outputs
 
     src = Path(args.model)
     out = Path(args.output)
-    if src.exists() and out.exists() and out.resolve() == src.resolve():
-        raise UserError(f"{out}: the output path is the input model; choose another output path")
-    if src.exists() and out.resolve() == src.resolve():
-        raise UserError(f"{out}: the output path is the input model; choose another output path")
-    if args.report:  # refused before anything is read or written
-        rp = Path(args.report)
-        if rp.resolve() == out.resolve() or (src.exists() and rp.resolve() == src.resolve()):
-            raise UserError(f"{rp}: the report path is a model path (the input or the output); choose another")
-        if not rp.resolve().parent.is_dir():
-            raise UserError(f"{rp.parent}: the report folder does not exist")
-    # external data stays on disk: convert reads the graph only, the output gets its own copy
-    result = convert(src, args.target, strategy=args.strategy, check_indices=args.check_indices,
-                     keep_external_data=True)
-    if args.verify:
-        model = load_model(src, load_external_data=False)
-        problems = verify(model, result.model, base_dir=result.external_data_dir)
-        if problems:
-            raise UserError("verify failed: " + "; ".join(problems))
-    save_model_atomic(result.model, out, source=src, external_data_dir=result.external_data_dir)
-    report = result.report.to_dict()
-    if args.verify:
-        report["verify"] = "ok"
+    # every target is checked against every input file and against each other before
+    # anything is converted or written (writes.py); the input's external-data files are known
+    # once its graph is read
+    outputs = Outputs()
+    outputs.protect(src, "the input model")
+    outputs.add(out, "output")
+    outputs.add(data_path_for(out), "output's external data")
     if args.report:
-        rp.write_text(json.dumps(report, indent=2) + "\n")
+        outputs.add(Path(args.report), "report")
+    graph = load_model(src, load_external_data=False)
+    for f in external_data_files(graph, src.parent):
+        outputs.protect(f, "the input's external data")
+    del graph
+    with outputs:
+        # external data stays on disk: convert reads the graph only, the output gets its own copy
+        result = convert(src, args.target, strategy=args.strategy, check_indices=args.check_indices,
+                         keep_external_data=True)
+        if args.verify:
+            model = load_model(src, load_external_data=False)
+            problems = verify(model, result.model, base_dir=result.external_data_dir)
+            if problems:
+                raise UserError("verify failed: " + "; ".join(problems))
+        data = data_path_for(out)
+        external = result.external_data_dir is not None
+        write_model(result.model, outputs.temp(out), out, result.external_data_dir,
+                    outputs.temp(data) if external else None)
+        if not external:
+            outputs.discard(data)
+        report = result.report.to_dict()
+        if args.verify:
+            report["verify"] = "ok"
+        if args.report:
+            _write_text(outputs.temp(args.report), Path(args.report), json.dumps(report, indent=2) + "\n")
+        outputs.commit()
     if args.json:
         print(json.dumps(report, indent=2))
     else:
@@ -88,6 +99,16 @@ def run(args) -> int:
         for n in result.report.nodes:
             print(f"  {n.name or n.op_type}: {n.action} - {n.reason}", file=sys.stdout)
     return 0
+
+
+def _write_text(tmp: str, target: Path, text: str) -> None:
+    from ..writes import write_error
+
+    try:
+        with open(tmp, "w", encoding="utf-8") as f:
+            f.write(text)
+    except OSError as exc:
+        raise write_error(target, "report", exc) from None
 
 
 # --------------------------------------------------------------------------------------

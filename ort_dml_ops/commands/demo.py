@@ -13,14 +13,13 @@ from __future__ import annotations
 import argparse
 import html
 import json
-import os
 import sys
-import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..errors import UserError
+from ..writes import Outputs, write_error
 
 EXAMPLE = "examples:\n  ort-dml-ops demo\n  ort-dml-ops demo --model ddpm_step --out /tmp/ddpm.html --provider cpu"
 DEFAULT_OUT = "ort-dml-ops-demo.html"
@@ -59,19 +58,24 @@ class Outcome:
 
 
 def run(args) -> int:
-    import warnings
-
     from .. import zoo
 
     wanted = args.model or zoo.names()
     unknown = [n for n in wanted if n not in zoo.names()]
     if unknown:
         raise UserError(f"no zoo model named {unknown[0]!r} (have: {', '.join(zoo.names())})")
-    out = args.out.expanduser().resolve()
-    if not out.parent.is_dir():
-        raise UserError(f"{args.out}: the folder {out.parent} does not exist")
-    if out.is_dir():
-        raise UserError(f"{args.out}: is a directory")
+    out = args.out.expanduser()
+    outputs = Outputs()
+    outputs.add(out, "picture")
+    with outputs:  # checked (a temporary file made) before the models run
+        result = _run(args, wanted, out, outputs)
+    return result
+
+
+def _run(args, wanted, out: Path, outputs) -> int:
+    import warnings
+
+    from .. import zoo
 
     t0 = time.perf_counter()
     entries = [zoo.get(n) for n in wanted]
@@ -89,7 +93,12 @@ def run(args) -> int:
             if not args.json:
                 print(_row(o), flush=True)
 
-    _write_atomic(out, render_html(outcomes))
+    try:
+        with open(outputs.temp(out), "w", encoding="utf-8") as f:
+            f.write(render_html(outcomes))
+    except OSError as exc:
+        raise write_error(out, "picture", exc) from None
+    outputs.commit()
     elapsed = time.perf_counter() - t0
     if args.json:
         print(json.dumps({"models": [{k: v for k, v in o.__dict__.items() if k != "graphs"} | {"ok": o.ok}
@@ -214,18 +223,6 @@ def _summary(outcomes, elapsed) -> list[str]:
         + (f", {orig_na} that ONNX Runtime cannot run there (recorded limitation)" if orig_na else "") + ".",
         f"         {verdict} in {elapsed:.1f}s.",
     ]
-
-
-def _write_atomic(path: Path, text: str) -> None:
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
 
 
 # ---------------------------------------------------------------------------------- the picture

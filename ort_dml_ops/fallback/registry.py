@@ -5,9 +5,10 @@ registered once per dtype under a private name, `<Op>_<dtype>` in KERNEL_DOMAIN;
 rewrites its private copy of a model to those names (see rewrite.py).
 
 Errors: onnxruntime-extensions lets a Python exception escape its C++ kernel, which
-terminates the whole process. So a kernel never raises: the hook records the error under the
-session's tag (an attribute the rewrite adds), returns input 0 unchanged so the run can
-finish, and `FallbackSession.run` (session.py) raises it as an ONNX Runtime error.
+terminates the whole process (SIGABRT: pybind11::error_already_set through C++). So a kernel
+never raises, not even KeyboardInterrupt: the hook records the error under the session's tag
+(an attribute the rewrite adds) and the calling thread, returns input 0 unchanged so the run
+can finish, and `FallbackSession` (session.py) raises it from the entry point that ran it.
 
 Fast path: the library's stock hook returns every output as a Python list (`tolist()`),
 40-75x slower than a native kernel on large tensors. Its C++ side accepts a numpy array as
@@ -20,8 +21,7 @@ from __future__ import annotations
 import threading
 
 import numpy as np
-from onnxruntime_extensions import PyCustomOpDef, get_library_path
-from onnxruntime_extensions import _ocos
+from onnxruntime_extensions import PyCustomOpDef, _ocos, get_library_path
 
 from .._domain import DOMAIN
 from . import kernels
@@ -88,23 +88,32 @@ def _fast_invoke(k_id, feed, attributes):
     if entry is None:
         return state["stock_hook"](k_id, feed, attributes)
     opdef, op, dtype = entry
-    attrs = opdef.cast_attributes(attributes)
-    session = attrs.pop("session", "")
+    session = ""
     try:
+        attrs = opdef.cast_attributes(attributes)
+        session = attrs.pop("session", "")
         result = opdef.body(*feed, **attrs)
     except Exception as exc:  # noqa: BLE001 - raising here would abort the process
         message = str(exc) if str(exc).startswith(op) else f"{op}: {exc}"
-        with _lock:
-            # keyed by the calling thread too: a session shared by threads hands each caller its own errors
-            # (ORT runs a sequential session's nodes on the thread that called run())
-            state["errors"].setdefault((session, threading.get_ident()), []).append(f"{DOMAIN}::{message}")
+        _record(state, session, f"{DOMAIN}::{message}")
+        result = feed[0]
+    except BaseException as exc:  # noqa: BLE001 - KeyboardInterrupt & co.: re-raised by the run, not here (abort)
+        _record(state, session, exc)
         result = feed[0]
     if dtype == "string":
         return k_id, result.shape, result.reshape(-1).tolist()
     return k_id, result.shape, np.ascontiguousarray(result)
 
 
-def take_errors(session: str) -> list[str]:
-    """Errors the kernels recorded for a session tag, in this thread, since the last call (and forget them)."""
+def _record(state: dict, session: str, error) -> None:
+    with _lock:
+        # keyed by the calling thread too: a session shared by threads hands each caller its own errors
+        # (ORT runs a sequential session's nodes on the thread that called run())
+        state["errors"].setdefault((session, threading.get_ident()), []).append(error)
+
+
+def take_errors(session: str) -> list:
+    """Errors the kernels recorded for a session tag, in this thread, since the last call (and
+    forget them): messages (str), or the BaseException (KeyboardInterrupt, ...) to re-raise."""
     with _lock:
         return _state()["errors"].pop((session, threading.get_ident()), [])

@@ -10,12 +10,20 @@ type, see kernels.py). The user's model is never modified: this works on a copy.
 from __future__ import annotations
 
 import onnx
+import onnx.inliner
 from onnx import TensorProto, helper
 
 from .._domain import DOMAIN
 from ..errors import UserError
 from ..schemas import registered
-from .registry import KERNEL_DOMAIN, KERNEL_DOMAIN_VERSION, SCAN_TYPES, SCATTER_TYPES, VIA_FLOAT32, kernel_name
+from .registry import (
+    KERNEL_DOMAIN,
+    KERNEL_DOMAIN_VERSION,
+    SCAN_TYPES,
+    SCATTER_TYPES,
+    VIA_FLOAT32,
+    kernel_name,
+)
 
 FALLBACK_OPS = ("CumProd", "CumSum", "ScatterElements")
 _DEFAULTS = {
