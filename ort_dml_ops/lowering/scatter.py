@@ -37,7 +37,7 @@ import onnx_ir as ir
 from .._domain import DOMAIN
 from . import sizes
 from ._base import Emitter, Rewrite, RewriteContext, Rule, attr_int, attr_str
-from .segscan import fold_step, keep_step, or_step, reverse, segmented_scan, shift
+from .segscan import BLOCK, fold_step, keep_step, or_step, reverse, segmented_scan, shift
 from .sizes import Size
 
 REDUCE_OPS = {"add": "Add", "mul": "Mul", "max": "Max", "min": "Min"}
@@ -101,7 +101,8 @@ class ScatterLowering(Rule):
         ok = _and(e, _to_host(e, ok) if ok is not None else None, _size_guard(e, K, M))
         flat = e.reshape(data, [-1])
         vals = e.reshape(updates, [-1])
-        out = scatter_flat(e, flat, pos, vals, K, M, red, data.dtype)
+        width = ctx.options.get("max_io_width") or BLOCK
+        out = scatter_flat(e, flat, pos, vals, K, M, red, data.dtype, block=min(BLOCK, width))
         shape = sizes.shape_tensor(e, data)
         if ok is not None:
             shape = e.op("Where", ok, shape, e.i64([_BAD_DIM] * len(ddims)))
@@ -233,7 +234,7 @@ def _pick(e: Emitter, t: ir.Value, other: ir.Value, take_other: ir.Value, n: Siz
 
 
 def _max_min_sequential(e: Emitter, flat: ir.Value, spos: ir.Value, svals: ir.Value, K: Size,
-                        red: str, dt: ir.DataType) -> ir.Value:
+                        red: str, dt: ir.DataType, block: int) -> ir.Value:
     """Per sorted update k: ONNX Runtime's sequential max/min of the data item and the updates
     of k's run up to k (exact at each run's last element, which is all the caller reads).
 
@@ -255,16 +256,17 @@ def _max_min_sequential(e: Emitter, flat: ir.Value, spos: ir.Value, svals: ir.Va
     seq_p = e.reshape(e.op("Concat", e.reshape(spos, [-1, 1]), e.reshape(spos, [-1, 1]), axis=1), [-1])
     rev_p = reverse(e, seq_p, n2)
     nan_after = reverse(e, segmented_scan(e, rev_p, reverse(e, e.op("IsNaN", seq), n2), n2, bound, or_step,
-                                          e.const(np.zeros(1, dtype=bool))), n2)
+                                          e.const(np.zeros(1, dtype=bool)), block=block), n2)
     kept = _pick(e, seq, neutral, nan_after, n2)
-    best = segmented_scan(e, seq_p, kept, n2, bound, keep_step("Greater" if red == "max" else "Less"), neutral)
+    best = segmented_scan(e, seq_p, kept, n2, bound, keep_step("Greater" if red == "max" else "Less"), neutral,
+                          block=block)
     at_update = e.reshape(e.slice(e.reshape(best, [-1, 2]), [1], [2], [1]), [-1])
     nan = e.const(np.asarray([np.nan], dtype=dt.numpy()))
     return _pick(e, at_update, nan, e.op("IsNaN", svals), K)
 
 
 def scatter_flat(e: Emitter, flat: ir.Value, pos: ir.Value, vals: ir.Value, K: Size, M: Size, red: str,
-                 dt: ir.DataType) -> ir.Value:
+                 dt: ir.DataType, block: int = BLOCK) -> ir.Value:
     """Scatter K values at flat positions into the M-element 1-D `flat`."""
     if red == "none":
         target = pos
@@ -276,10 +278,10 @@ def scatter_flat(e: Emitter, flat: ir.Value, pos: ir.Value, vals: ir.Value, K: S
         svals = e.op("Gather", vals, perm, axis=0)
         op = REDUCE_OPS[red]
         if red in ("max", "min") and dt in _FLOATS:
-            result = _max_min_sequential(e, flat, spos, svals, K, red, dt)
+            result = _max_min_sequential(e, flat, spos, svals, K, red, dt, block)
         else:
             scanned = segmented_scan(e, spos, svals, K, sizes.upper_bound(K, MAX_SLOTS), fold_step(op, dt in _FLOATS),
-                                     e.const(_identity(red, dt)))
+                                     e.const(_identity(red, dt)), block=block)
             result = e.op(op, e.op("Gather", flat, spos, axis=0), scanned)
         # the next element's position (−1 after the last): a run ends where it differs
         nxt = e.op("Slice", e.op("Pad", spos, e.i64([0, 1]), _i32(e, -1), mode="constant"),

@@ -95,16 +95,18 @@ def shift(e: Emitter, x: ir.Value, s: int, n: Size, fill: ir.Value) -> ir.Value:
 
 
 def segmented_scan(e: Emitter, keys: ir.Value, vals: ir.Value, n: Size, bound: int, step: Step,
-                   identity: ir.Value, level: int = 0) -> ir.Value:
+                   identity: ir.Value, level: int = 0, block: int = BLOCK) -> ir.Value:
     """Inclusive scan of the 1-D `vals` (n elements, n ≤ bound) within runs of equal `keys`.
 
     `identity` is a 1-element tensor of vals' type (the pad value; padded slots never meet a
-    real run, since their key is −1 and real keys are ≥ 0)."""
+    real run, since their key is −1 and real keys are ≥ 0). `block` is the chain's width: the
+    Split and Concat bind that many tensors, so a target that binds few (WebGPU: 8 storage
+    buffers per shader) passes its limit."""
     if bound <= 1:
         return vals
-    if level >= CHAIN_LEVELS or bound <= BLOCK:
+    B = block
+    if level >= CHAIN_LEVELS or bound <= B:
         return _hillis_steele(e, keys, vals, n, math.ceil(math.log2(bound)), step, identity)
-    B = BLOCK
     nb = sizes.ceil_div(e, n, B)
     pad = sizes.sub(e, sizes.mul(e, nb, B), n)
     fill = e.reshape(identity, [])
@@ -126,7 +128,7 @@ def segmented_scan(e: Emitter, keys: ir.Value, vals: ir.Value, n: Size, bound: i
     if nb_bound > 1:
         ends_v = e.reshape(outs[-1], [-1])
         ends_k = e.reshape(kcols[-1], [-1])
-        carry = segmented_scan(e, ends_k, ends_v, nb, nb_bound, step, identity, level + 1)
+        carry = segmented_scan(e, ends_k, ends_v, nb, nb_bound, step, identity, level + 1, block)
         prev_carry = e.reshape(shift(e, carry, 1, nb, fill), [-1, 1])
         prev_key = e.reshape(shift(e, ends_k, 1, nb, minus1), [-1, 1])
         match = e.op("Equal", Kk, prev_key)

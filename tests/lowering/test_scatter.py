@@ -341,3 +341,18 @@ def test_guard_is_on_by_default_and_fails_the_run(axis, bad):
     off = convert(m, "dml", strategy="lower", check_indices=False)
     assert not {t for _, t in op_types(off.model)} & {"ReduceMin", "ReduceMax"}
     assert "not checked" in off.report.nodes[0].note
+
+
+def test_scan_respects_the_targets_binding_width():
+    """WebGPU binds at most 8 storage buffers per shader: no Split/Concat of the lowered scatter
+    is wider than the target's max_io_width, and the result is the same."""
+    m = elements_model([40], [300], 0, "add", np.float32)
+    wide = {n.op_type: max(len(n.input), len(n.output)) for n in convert(m, "dml", strategy="lower").model.graph.node
+            if n.op_type in ("Split", "Concat")}
+    low = convert(m, "webgpu", strategy="lower").model
+    narrow = [max(len(n.input), len(n.output)) for n in low.graph.node if n.op_type in ("Split", "Concat")]
+    assert max(wide.values()) == 16 and max(narrow) <= 8
+    rng = np.random.default_rng(2)
+    feeds = {"data": rng.normal(size=40).astype(np.float32), "indices": rng.integers(-40, 40, 300),
+             "updates": rng.normal(size=300).astype(np.float32)}
+    np.testing.assert_allclose(run_cpu(low, feeds)[0], run_cpu(m, feeds)[0], rtol=1e-5, atol=1e-5)
