@@ -200,8 +200,12 @@ class Emitter:
         return self.op("Squeeze", x, axes=list(axes))
 
     def reshape(self, x: ir.Value, shape: Sequence[int] | ir.Value) -> ir.Value:
-        s = shape if isinstance(shape, ir.Value) else self.i64(list(shape))
-        return self.op("Reshape", x, s)
+        """Reshape to a list of ints (no 0 in it) or to a shape tensor. A shape tensor may hold a
+        run-time 0 (an empty tensor), which Reshape reads as "copy this dim" unless allowzero=1
+        (opset ≥ 14): so tensors get allowzero, and must not hold a -1 next to a possible 0."""
+        if isinstance(shape, ir.Value):
+            return self.op("Reshape", x, shape, allowzero=1 if self.opset >= 14 else None)
+        return self.op("Reshape", x, self.i64(list(shape)))
 
     def cast(self, x: ir.Value, to: ir.DataType) -> ir.Value:
         return self.op("Cast", x, to=int(to), dtype=to)

@@ -313,7 +313,7 @@ def scan_symbolic(e: Emitter, x: ir.Value, shape: list[int | None], axis: int, o
     P = sizes.product(e, dims[:axis])
     I = sizes.product(e, dims[axis + 1:])
     n = dims[axis]
-    view = e.reshape(x, sizes.concat(e, [P, -1, I]))
+    view = e.reshape(x, sizes.concat(e, [P, n, I]))
     y = _radix_symbolic(e, view, P, n, I, op, exclusive, reverse, dtype, b, levels, DYN_STEPS)
     y = e.reshape(y, sizes.shape_tensor(e, x))
     hs = max(0, DYN_STEPS - levels * int(math.log2(b)))
@@ -345,7 +345,8 @@ def _radix_symbolic(e: Emitter, x: ir.Value, P, n, I, op: str, exclusive: bool, 
             parts[k] = e.op(op, prefix, within[k], dtype=dtype)
         else:
             parts[k] = prefix if i == 0 else e.op(op, prefix, within[order[i - 1]], dtype=dtype)
-    y = e.reshape(e.op("Concat", *[parts[k] for k in range(b)], axis=1, dtype=dtype), sizes.concat(e, [P, -1, I]))
+    y = e.reshape(e.op("Concat", *[parts[k] for k in range(b)], axis=1, dtype=dtype),
+                  sizes.concat(e, [P, sizes.mul(e, m, b), I]))
     start = pad if reverse else 0
     return e.op("Slice", y, sizes.tensor(e, start), sizes.tensor(e, sizes.add(e, start, n)), e.i64([1]), dtype=dtype)
 

@@ -37,7 +37,15 @@ import onnx_ir as ir
 from .._domain import DOMAIN
 from . import sizes
 from ._base import Emitter, Rewrite, RewriteContext, Rule, attr_int, attr_str
-from .segscan import BLOCK, fold_step, keep_step, or_step, reverse, segmented_scan, shift
+from .segscan import (
+    BLOCK,
+    fold_step,
+    keep_step,
+    or_step,
+    reverse,
+    segmented_scan,
+    shift,
+)
 from .sizes import Size
 
 REDUCE_OPS = {"add": "Add", "mul": "Mul", "max": "Max", "min": "Min"}
@@ -174,7 +182,8 @@ def _size_guard(e: Emitter, K: Size, M: Size) -> ir.Value | None:
 def _positions_elements(e: Emitter, idx: ir.Value, idims: list[Size], ddims: list[Size], axis: int,
                         check: bool) -> tuple[ir.Value, Size, ir.Value | None]:
     rank = len(ddims)
-    strides = [sizes.product(e, ddims[d + 1:]) for d in range(rank)]
+    # a stride is 0 only for empty data, where K is 0 too; Range refuses a 0 step, so ≥ 1
+    strides = [sizes.maximum(e, sizes.product(e, ddims[d + 1:]), 1) for d in range(rank)]
     table = sizes.iota(e, ddims[axis], np.int32, step=strides[axis])  # arange(dim) · stride
     pos = e.op("Gather", table, idx, axis=0)  # negative indices count from the end, as in ONNX
     base = None
@@ -201,7 +210,7 @@ def _positions_nd(e: Emitter, idx: ir.Value, idims: list[Size], ddims: list[Size
     ok = None
     for j in range(q):
         col = e.op("Gather", idx2, e.i64(j), axis=1)  # [T]
-        stride = sizes.product(e, ddims[j + 1:])
+        stride = sizes.maximum(e, sizes.product(e, ddims[j + 1:]), 1)  # 0 only for empty data
         comp = e.op("Gather", sizes.iota(e, ddims[j], np.int32, step=stride), col, axis=0)
         tup = comp if tup is None else e.op("Add", tup, comp)
         if check:

@@ -371,6 +371,8 @@ def _variants(op: str, opset: int, t: int):
         if as_input:
             return [("", [_x(t), _i64("axes", [1])], {"keepdims": 1}, 1)]
         return [("", [_x(t)], {"axes": [1], "keepdims": 1}, 1)]
+    if op == "Flatten":
+        return [("", [_x(t, [2, 3, 4])], {"axis": 1}, 1)]
     if op in ("Unsqueeze", "Squeeze"):
         x = _x(t) if op == "Unsqueeze" else _x(t, [2, 1, 4])
         if opset >= 13:
@@ -465,6 +467,7 @@ OPS = tuple(
             "ReduceMean",
             "Unsqueeze",
             "Squeeze",
+            "Flatten",
             "MaxUnpool",
             "Range",
             "ConstantOfShape",

@@ -356,3 +356,16 @@ def test_scan_respects_the_targets_binding_width():
     feeds = {"data": rng.normal(size=40).astype(np.float32), "indices": rng.integers(-40, 40, 300),
              "updates": rng.normal(size=300).astype(np.float32)}
     np.testing.assert_allclose(run_cpu(low, feeds)[0], run_cpu(m, feeds)[0], rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("reduction", ["none", "add", "max"])
+def test_symbolic_shapes_with_empty_tensors_at_run_time(reduction):
+    """Empty data, empty updates, zero-width rows: the converted model gives ORT's result shape
+    (a 0 in a run-time shape is literal: Reshape allowzero; Range never gets a 0 step)."""
+    m = single_op("ScatterElements", [("data", np.float32, ["a", "b"]), ("indices", np.int64, ["t", "b"]),
+                                      ("updates", np.float32, ["t", "b"])], {"reduction": reduction, "axis": 0},
+                  opset=18, out_shape=["a", "b"])
+    low = lowered(m).model
+    for d, t in (((0, 5), (0, 5)), ((3, 0), (4, 0)), ((3, 5), (0, 5))):
+        feeds = {"data": np.ones(d, np.float32), "indices": np.zeros(t, np.int64), "updates": np.ones(t, np.float32)}
+        np.testing.assert_array_equal(run_cpu(low, feeds)[0], run_cpu(m, feeds)[0])
