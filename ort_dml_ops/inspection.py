@@ -17,7 +17,6 @@ import onnx
 from .errors import UserError
 from .modelio import check_defined_inputs, load_model
 from .targets import get_target, opsets_of, type_string
-from .targets import partition
 
 _GRAPH, _GRAPHS = onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS
 
@@ -30,10 +29,24 @@ class NodeReport:
     since_version: int | None
     provider: str | None
     reason: str
+    removed_by: str = ""  # the ORT step that removed it before partitioning ("" when it runs)
+    cpu_preferred: bool = False  # on the CPU by GetCpuPreferredNodes, although the GPU EP has a kernel
+    added_by: str = ""  # the ORT step that added it ("" for the model's own nodes)
+
+    @property
+    def folded(self) -> bool:
+        return self.provider is None and bool(self.removed_by)
 
     def to_dict(self) -> dict:
-        return {"name": self.name, "op_type": self.op_type, "domain": self.domain,
-                "since_version": self.since_version, "provider": self.provider, "reason": self.reason}
+        d = {"name": self.name, "op_type": self.op_type, "domain": self.domain,
+             "since_version": self.since_version, "provider": self.provider, "reason": self.reason}
+        if self.removed_by:
+            d["removed_by"] = self.removed_by
+        if self.cpu_preferred:
+            d["cpu_preferred"] = True
+        if self.added_by:
+            d["added_by"] = self.added_by
+        return d
 
 
 @dataclass
@@ -43,6 +56,7 @@ class InspectReport:
     nodes: list = field(default_factory=list)
     copies: int = 0
     tables: dict = field(default_factory=dict)
+    copy_nodes: list = field(default_factory=list)  # placement.memcpy.Copy, in ORT's insertion order
 
     @property
     def summary(self) -> dict:
@@ -84,81 +98,27 @@ class InspectReport:
 def inspect(model, target: str = "dml", *, optimized: bool = True) -> InspectReport:
     """Predict, node by node, where ONNX Runtime runs `model` (ModelProto, path or bytes) on `target`.
 
-    `optimized=True` models ORT's default session options (graph optimizations on: constant
-    folding removes nodes); `optimized=False` models graph_optimization_level=ORT_DISABLE_ALL.
+    `optimized=True` models ORT's default session options (level-1 optimizers on: Constant
+    nodes, eliminated and folded nodes do not run); `optimized=False` models
+    graph_optimization_level=ORT_DISABLE_ALL. The steps are ``ort_dml_ops.placement``.
     """
+    from .placement import pipeline
+
     proto = load_model(model, load_external_data=False)  # placement needs shapes, not weights
     check_defined_inputs(proto, str(model) if isinstance(model, (str, os.PathLike)) else "")
     tgt = get_target(target)
     opsets = opsets_of(proto)
     work = _inline_and_name(proto)
-    types, static = _value_types(work)
-
-    def value_type(name):
-        return types.get(name)
-
+    types, shapes = _value_types(work)
+    result = pipeline.run(work, tgt, opsets, types, shapes, optimized=optimized)
     report = InspectReport(target=tgt.name, provider=tgt.provider)
-    report.copies = _walk(work.graph, tgt, opsets, types, static if optimized else None, value_type, report,
-                          implicit=())
+    for r in result.nodes:
+        report.nodes.append(NodeReport(r.name, r.op_type, r.domain, r.since_version, r.provider, r.reason,
+                                       removed_by=r.removed_by, cpu_preferred=r.cpu_preferred,
+                                       added_by=r.added_by))
+    report.copy_nodes = list(result.copies)
+    report.copies = len(result.copies)
     return report
-
-
-# -- walking ---------------------------------------------------------------------------------
-
-def _walk(graph, tgt, opsets, types, static, value_type, report, implicit) -> int:
-    nodes = list(graph.node)
-    decisions = [tgt.explain(n, opsets, types) for n in nodes]
-    inits = {t.name: _numel(t) for t in graph.initializer}
-    ginputs = {i.name for i in graph.input}
-    folded = set() if static is None else \
-        partition.constant_folded(nodes, decisions, inits, ginputs, lambda n: static.get(n, False))
-    preferred = partition.cpu_preferred(nodes, decisions, inits, ginputs, value_type) if tgt.is_gpu else set()
-    providers, used = [], []
-    copies = 0
-    for i, (node, d) in enumerate(zip(nodes, decisions)):
-        prov, reason, kern = d.provider, d.reason, d.kernel
-        if i in folded:
-            prov, kern = None, "folded"
-            reason = ("constant-folded at session creation (ORT ConstantFolding: all inputs are constant "
-                      "initializers); the node does not run")
-        elif i in preferred and d.on_target:
-            cpu_k, _ = tgt.cpu_table.find(node.op_type, node.domain if node.domain != "ai.onnx" else "",
-                                          d.since_version, lambda c: None)
-            if cpu_k is not None:
-                prov, kern = "CPUExecutionProvider", cpu_k
-                reason = ("kept on the CPU by ORT's GetCpuPreferredNodes (fallback_cpu_capability.cc): "
-                          "it only computes CPU-side shape values")
-        providers.append(prov)
-        used.append(kern)
-        report.nodes.append(NodeReport(node.name, node.op_type, node.domain, d.since_version, prov, reason))
-        for a in node.attribute:
-            subs = [a.g] if a.type == _GRAPH else list(a.graphs) if a.type == _GRAPHS else []
-            for g in subs:
-                copies += _walk(g, tgt, opsets, types, static, value_type, report, _implicit_inputs(g))
-    if tgt.is_gpu:
-        copies += partition.count_copies(nodes, providers, used, tgt.provider,
-                                         [i.name for i in graph.input], implicit)
-    return copies
-
-
-def _implicit_inputs(g) -> list:
-    defined = {i.name for i in g.input} | {t.name for t in g.initializer}
-    out = []
-    seen = set()
-    for n in g.node:
-        for x in n.input:
-            if x and x not in defined and x not in seen:
-                seen.add(x)
-                out.append(x)
-        defined.update(n.output)
-    return out
-
-
-def _numel(t) -> int:
-    n = 1
-    for d in t.dims:
-        n *= d
-    return n
 
 
 # -- preparation: inline model-local functions, give every node an unambiguous name ------------
@@ -246,7 +206,7 @@ def _value_types(work: onnx.ModelProto):
     except Exception:  # custom domains or a malformed node: use the types the model states
         inferred = work
     types: dict = {}
-    static: dict = {}
+    dims: dict = {}
 
     def visit(g):
         for vi in list(g.input) + list(g.output) + list(g.value_info):
@@ -255,10 +215,10 @@ def _value_types(work: onnx.ModelProto):
                 types[vi.name] = t
             tt = vi.type.tensor_type
             if vi.type.HasField("tensor_type") and tt.HasField("shape"):
-                static[vi.name] = all(d.HasField("dim_value") for d in tt.shape.dim)
+                dims[vi.name] = tuple(d.dim_value if d.HasField("dim_value") else None for d in tt.shape.dim)
         for init in g.initializer:
             types.setdefault(init.name, type_string(init.data_type))
-            static[init.name] = True
+            dims[init.name] = tuple(int(d) for d in init.dims)
         for n in g.node:
             if n.op_type == "Constant" and n.domain in ("", "ai.onnx"):
                 for a in n.attribute:
@@ -272,4 +232,4 @@ def _value_types(work: onnx.ModelProto):
                         visit(sg)
 
     visit(inferred.graph)
-    return types, static
+    return types, dims

@@ -1,0 +1,90 @@
+"""Level-1 rewrite rules that remove nodes before partitioning (``Level1_RuleBasedTransformer``).
+
+Each mirrors a rule of ``core/optimizer/graph_transformer_utils.cc`` ``GenerateRewriteRules``
+(level 1), applied to every node in topological order; a removed node's consumers read its
+input instead (``graph_utils::RemoveNode``). A node whose output is a graph output is kept
+(``graph_utils::CanRemoveNode``).
+
+* ``EliminateIdentity`` (identity_elimination.cc): every Identity.
+* ``EliminateDropout`` (dropout_elimination.cc): Dropout whose mask output is unused.
+* ``CastElimination`` (cast_elimination.cc): a Cast to the type its input already has.
+* ``NoopElimination`` (noop_elimination.cc): Add/Sub/Mul/Div with a one-element constant
+  operand that leaves the other unchanged (x+0, 0+x, x-0, x*1, 1*x, x/1), same type and shape.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .graph import Graph, Node
+
+_CAST_TYPES = {1: "tensor(float)", 2: "tensor(uint8)", 3: "tensor(int8)", 4: "tensor(uint16)", 5: "tensor(int16)",
+               6: "tensor(int32)", 7: "tensor(int64)", 9: "tensor(bool)", 10: "tensor(float16)",
+               11: "tensor(double)", 12: "tensor(uint32)", 13: "tensor(uint64)", 16: "tensor(bfloat16)"}
+
+
+def _removable(graph: Graph, node: Node) -> bool:
+    return not any(o in graph.outputs for o in node.outputs if o)
+
+
+def _bypass(graph: Graph, node: Node, src: str, rule: str, why: str) -> None:
+    graph.remove(node, rule, why)
+    for o in node.outputs:
+        if o:
+            graph.replace_uses(o, src)
+
+
+def _noop_operand(graph: Graph, node: Node, types: dict, shapes: dict) -> str | None:
+    """The input a no-op Add/Sub/Mul/Div passes through, or None."""
+    neutral = 0 if node.op_type in ("Add", "Sub") else 1
+    sides = (0, 1) if node.op_type in ("Add", "Mul") else (1,)
+    ins = node.inputs
+    if len(ins) != 2 or not all(ins):
+        return None
+    for k in sides:
+        init = graph.initializer(ins[k])
+        other = ins[1 - k]
+        if init is None or init.overridable or init.value is None or init.numel != 1:
+            continue
+        if not np.all(init.value == neutral):
+            continue
+        if types.get(other) != types.get(node.outputs[0]):
+            continue
+        oshape, xshape = shapes.get(node.outputs[0]), shapes.get(other)
+        if oshape is None or xshape is None or len(oshape) != len(xshape) or len(init.dims) > len(xshape):
+            continue
+        return other
+    return None
+
+
+def apply(graph: Graph, types: dict, shapes: dict) -> bool:
+    """Run the rules once over the graph; True if a node was removed."""
+    changed = False
+    cons = graph.consumers()
+    for node in graph.topological():
+        if node.domain not in ("", "ai.onnx") or not _removable(graph, node):
+            continue
+        op = node.op_type
+        if op == "Identity" and node.inputs and node.inputs[0]:
+            _bypass(graph, node, node.inputs[0], "EliminateIdentity", "Identity removed by ORT's EliminateIdentity "
+                                                                     "(identity_elimination.cc)")
+            changed = True
+        elif op == "Dropout" and node.inputs and (len(node.outputs) < 2 or not node.outputs[1]
+                                                  or not cons.get(node.outputs[1])):
+            _bypass(graph, node, node.inputs[0], "EliminateDropout", "Dropout removed by ORT's EliminateDropout "
+                                                                    "(dropout_elimination.cc)")
+            changed = True
+        elif op == "Cast" and node.inputs and types.get(node.inputs[0]) is not None \
+                and types.get(node.inputs[0]) == _CAST_TYPES.get(node.attr("to")):
+            _bypass(graph, node, node.inputs[0], "CastElimination", "Cast to the type its input already has, "
+                                                                   "removed by ORT's CastElimination")
+            changed = True
+        elif op in ("Add", "Sub", "Mul", "Div"):
+            src = _noop_operand(graph, node, types, shapes)
+            if src is not None:
+                _bypass(graph, node, src, "NoopElimination", f"{op} by a neutral constant, removed by ORT's "
+                                                             "NoopElimination (noop_elimination.cc)")
+                changed = True
+        if changed:
+            cons = graph.consumers()
+    return changed
