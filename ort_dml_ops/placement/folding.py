@@ -76,15 +76,15 @@ def _evaluate(node: Node, graph: Graph, types: dict, opsets: dict):
         return None
 
 
-def _remove_bottom_up(graph: Graph, start: Node, folded_name: str) -> None:
-    """graph_utils::RemoveNodesWithOneOutputBottomUp."""
+def _remove_bottom_up(graph: Graph, start: Node, folded_name: str, cons: dict) -> None:
+    """graph_utils::RemoveNodesWithOneOutputBottomUp. `cons`: consumers before anything was removed
+    (a node's edge to the node being removed still counts)."""
     queue = [start]
     done: set = set()
     while queue:
         cur = queue.pop(0)
         if cur in done or cur not in graph.nodes:
             continue
-        cons = graph.consumers()
         edges = sum(sum(1 for x in c.inputs if x == o) for o in cur.outputs if o for c in cons.get(o, ()))
         if edges > 1 or any(o in graph.outputs for o in cur.outputs if o):
             continue
@@ -108,11 +108,12 @@ def fold(graph: Graph, types: dict, shapes: dict, opsets: dict, has_cpu_kernel) 
             graph.initializers[node.outputs[0]] = Initializer(node.outputs[0], 7, value.shape, value)
             shapes[node.outputs[0]] = tuple(value.shape)
             prod = graph.producers()
+            cons = graph.consumers()
             inputs = [prod[x] for x in node.inputs if x in prod]
             graph.remove(node, "ConstantFolding", "Shape of a tensor whose shape is known: ORT's ConstantFolding "
                                                   "replaces it by an initializer")
             for p in inputs:
-                _remove_bottom_up(graph, p, node.name)
+                _remove_bottom_up(graph, p, node.name, cons)
             changed = True
             continue
         if node.domain != "" or node.op_type in NONDETERMINISTIC or node.subgraphs:

@@ -4,7 +4,8 @@
 2. level-1 optimizers, repeated until nothing changes (``GraphTransformerManager``, at most
    ``STEPS`` rounds; each round runs, in this order, the rewrite rules (``rules.py``), constant
    sharing and common-subexpression elimination (``cse.py``) and constant folding
-   (``folding.py``); on every graph level.
+   (``folding.py``), then ReshapeFusion's contiguous-reshape rule (``reshape_fusion.py``); on
+   every graph level.
 3. partitioning (``core/framework/graph_partitioner.cc``): the target EP's ``GetCapability``
    takes the nodes its kernels and support queries accept, minus ``GetCpuPreferredNodes``
    (``fallback_cpu.py``); the CPU EP takes the rest. ORT's assignment record
@@ -19,7 +20,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from . import cse, fallback_cpu, folding, memcpy, rules
+from . import cse, fallback_cpu, folding, memcpy, reshape_fusion, rules
 from .graph import Graph, implicit_inputs
 from .load import build_graph
 
@@ -57,6 +58,7 @@ def optimize(graph: Graph, types: dict, shapes: dict, opsets: dict, has_cpu_kern
         changed |= cse.share_constants(graph)
         changed |= cse.eliminate(graph)
         changed |= folding.fold(graph, types, shapes, opsets, has_cpu_kernel)
+        changed |= reshape_fusion.fuse(graph, shapes)
         if not changed:
             break
     for node in graph.nodes:

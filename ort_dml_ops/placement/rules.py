@@ -5,7 +5,9 @@ Each mirrors a rule of ``core/optimizer/graph_transformer_utils.cc`` ``GenerateR
 input instead (``graph_utils::RemoveNode``). A node whose output is a graph output is kept
 (``graph_utils::CanRemoveNode``).
 
-* ``EliminateIdentity`` (identity_elimination.cc): every Identity.
+* ``EliminateIdentity`` (identity_elimination.cc): every Identity; one whose output is a graph
+  output only when its input is made by a node, is no graph output itself and has no other
+  consumer: that node then writes the graph output directly.
 * ``EliminateDropout`` (dropout_elimination.cc): Dropout whose mask output is unused.
 * ``CastElimination`` (cast_elimination.cc): a Cast to the type its input already has.
 * ``NoopElimination`` (noop_elimination.cc): Add/Sub/Mul/Div with a one-element constant
@@ -32,6 +34,23 @@ def _bypass(graph: Graph, node: Node, src: str, rule: str, why: str) -> None:
     for o in node.outputs:
         if o:
             graph.replace_uses(o, src)
+
+
+def _can_feed_output(graph: Graph, node: Node, cons: dict) -> bool:
+    """EliminateIdentity::SatisfyCondition for an Identity that makes a graph output."""
+    src = node.inputs[0] if node.inputs else ""
+    prod = graph.producers().get(src)
+    if prod is None or src in graph.outputs or len(node.outputs) != 1:
+        return False
+    return sum(x == src for c in cons.get(src, ()) for x in c.inputs) == 1
+
+
+def _identity_to_output(graph: Graph, node: Node, cons: dict) -> None:
+    src, out = node.inputs[0], node.outputs[0]
+    prod = graph.producers()[src]
+    graph.remove(node, "EliminateIdentity", "Identity removed by ORT's EliminateIdentity (identity_elimination.cc); "
+                                            "its producer writes the graph output")
+    prod.outputs = [out if o == src else o for o in prod.outputs]
 
 
 def _noop_operand(graph: Graph, node: Node, types: dict, shapes: dict) -> str | None:
@@ -62,9 +81,15 @@ def apply(graph: Graph, types: dict, shapes: dict) -> bool:
     changed = False
     cons = graph.consumers()
     for node in graph.topological():
-        if node.domain not in ("", "ai.onnx") or not _removable(graph, node):
+        if node.domain not in ("", "ai.onnx"):
+            continue
+        if not _removable(graph, node) and not (node.op_type == "Identity" and _can_feed_output(graph, node, cons)):
             continue
         op = node.op_type
+        if op == "Identity" and node.inputs and node.inputs[0] and not _removable(graph, node):
+            _identity_to_output(graph, node, cons)
+            changed = True
+            continue
         if op == "Identity" and node.inputs and node.inputs[0]:
             _bypass(graph, node, node.inputs[0], "EliminateIdentity", "Identity removed by ORT's EliminateIdentity "
                                                                      "(identity_elimination.cc)")

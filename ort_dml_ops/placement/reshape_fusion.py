@@ -1,0 +1,62 @@
+"""``ReshapeFusion``'s contiguous-reshape rule (level 1): a chain of reshapes becomes one node.
+
+Mirrors ``core/optimizer/reshape_fusion.cc`` ``ReshapeFusion::FuseContiguousReshapes``: starting
+at a ``Reshape`` (topological order), follow single consumers while they are
+Reshape/Squeeze/Unsqueeze and the current node makes no graph output; if the chain has two or
+more nodes and the last one's output shape is fully known, ORT replaces the chain by one new
+``Reshape`` named ``<first node>_new_reshape`` (``Graph::GenerateNodeName``) that reads the
+first node's data and a new constant shape, and writes the last node's output.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import onnx
+
+from .graph import Graph, Initializer, Node
+
+_CHAIN = ("Reshape", "Squeeze", "Unsqueeze")
+
+
+def _unique(graph: Graph, base: str) -> str:
+    names = {n.name for n in graph.nodes} | {n.name for n in graph.removed}
+    if base not in names:
+        return base
+    k = getattr(graph, "name_counter", 0)
+    while f"{base}_token_{k}" in names:
+        k += 1
+    graph.name_counter = k + 1
+    return f"{base}_token_{k}"
+
+
+def fuse(graph: Graph, shapes: dict) -> bool:
+    changed = False
+    for first in graph.topological():
+        if first not in graph.nodes or first.op_type != "Reshape" or first.domain != "":
+            continue
+        chain = [first]
+        while True:
+            cur = chain[-1]
+            if any(o in graph.outputs for o in cur.outputs if o):
+                break
+            cons = graph.consumers().get(cur.outputs[0], []) if cur.outputs else []
+            edges = sum(x == cur.outputs[0] for c in cons for x in c.inputs)
+            if len(cons) != 1 or edges != 1 or cons[0].op_type not in _CHAIN or cons[0].domain != "":
+                break
+            chain.append(cons[0])
+        last_shape = shapes.get(chain[-1].outputs[0])
+        if len(chain) < 2 or last_shape is None or any(d is None for d in last_shape):
+            continue
+        shape_name = f"{first.name}_new_shape"
+        value = np.array(last_shape, dtype=np.int64)
+        graph.initializers[shape_name] = Initializer(shape_name, 7, value.shape, value)
+        name = _unique(graph, f"{first.name}_new_reshape")
+        proto = onnx.helper.make_node("Reshape", [first.inputs[0], shape_name], [chain[-1].outputs[0]], name=name)
+        node = Node(graph.next_index, name, "Reshape", "", [first.inputs[0], shape_name], [chain[-1].outputs[0]],
+                    proto, origin="ReshapeFusion")
+        graph.next_index += 1
+        for c in chain:
+            graph.remove(c, "ReshapeFusion", f"contiguous reshapes fused by ORT's ReshapeFusion into '{name}'")
+        graph.nodes.append(node)
+        changed = True
+    return changed
