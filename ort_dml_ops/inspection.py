@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import textwrap
 from dataclasses import dataclass, field
 
 import onnx
@@ -19,6 +20,9 @@ from .modelio import check_defined_inputs, load_model
 from .targets import get_target, opsets_of, type_string
 
 _GRAPH, _GRAPHS = onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS
+CPU = "CPUExecutionProvider"
+#: the op families the project moves to the GPU (named in the headline when they stay on the CPU)
+FAMILY = frozenset({"CumSum", "CumProd", "ScatterElements", "ScatterND", "Scatter"})
 
 
 @dataclass
@@ -60,39 +64,70 @@ class InspectReport:
 
     @property
     def summary(self) -> dict:
-        gpu = sum(1 for n in self.nodes if n.provider is not None and n.provider != "CPUExecutionProvider")
-        cpu = sum(1 for n in self.nodes if n.provider == "CPUExecutionProvider")
-        return {"gpu_nodes": gpu, "cpu_nodes": cpu, "copies": self.copies}
+        gpu = sum(1 for n in self.nodes if n.provider is not None and n.provider != CPU)
+        cpu = [n for n in self.nodes if n.provider == CPU]
+        return {"gpu_nodes": gpu, "cpu_nodes": len(cpu), "copies": self.copies,
+                "cpu_shape_nodes": sum(1 for n in cpu if n.cpu_preferred),
+                "removed_nodes": sum(1 for n in self.nodes if n.removed_by),
+                "failing_nodes": sum(1 for n in self.nodes if n.provider is None and not n.removed_by)}
 
     def placement(self) -> dict:
         """{node name: provider} — the shape of the DML lane's CaseResult.placement."""
         return {n.name: n.provider for n in self.nodes}
 
     def to_dict(self) -> dict:
-        return {"target": self.target, "nodes": [n.to_dict() for n in self.nodes], "summary": self.summary}
+        return {"target": self.target, "nodes": [n.to_dict() for n in self.nodes], "summary": self.summary,
+                "copy_nodes": [{"op_type": c.op_type, "value": c.value} for c in self.copy_nodes]}
 
     def to_json(self, indent: int | None = 2) -> str:
         return json.dumps(self.to_dict(), indent=indent)
 
-    def to_text(self) -> str:
+    def headline(self) -> str:
+        """One line: where the nodes run, what ORT removed, the copies, family nodes off the GPU."""
+        s = self.summary
+        text = f"{self.target} ({self.provider}): {s['gpu_nodes']} nodes on the GPU, {s['cpu_nodes']} on the CPU"
+        if s["cpu_nodes"] and self.provider != CPU:
+            text += f" ({s['cpu_nodes'] - s['cpu_shape_nodes']} compute, {s['cpu_shape_nodes']} shape-only)"
+        text += f", {s['removed_nodes']} removed by ORT before running (Constant, folded, eliminated)"
+        text += f", {s['copies']} cop{'y' if s['copies'] == 1 else 'ies'}"
+        if s["failing_nodes"]:
+            text += f"; {s['failing_nodes']} with no kernel: session creation fails"
+        family = [n for n in self.nodes if n.op_type in FAMILY and n.provider == CPU and self.provider != CPU]
+        if family:
+            text += "; family nodes on the CPU: " + "; ".join(f"{n.name} ({n.op_type}): {n.reason}" for n in family)
+        return text
+
+    def to_text(self, all_nodes: bool = False) -> str:
+        """The headline, then the nodes that leave the target (every node with `all_nodes`)."""
+        lines = [self.headline()]
+        if all_nodes:
+            lines += ["", *self._table(self.nodes)]
+            return "\n".join(lines)
+        if self.provider == CPU:
+            return "\n".join(lines)
+        compute = [n for n in self.nodes if n.provider == CPU and not n.cpu_preferred]
+        shape = [n for n in self.nodes if n.provider == CPU and n.cpu_preferred]
+        failing = [n for n in self.nodes if n.provider is None and not n.removed_by]
+        for title, group in (("no kernel anywhere (session creation fails):", failing),
+                             ("compute nodes on the CPU (their data crosses between device and host):", compute)):
+            if group:
+                lines += ["", title, *self._table(group)]
+        if shape:
+            lines += ["", f"shape-only nodes on the CPU ({len(shape)}): ORT's GetCpuPreferredNodes keeps small shape "
+                          "computations there; they cost no copy of real data:",
+                      *textwrap.wrap(", ".join(n.name for n in shape), 100, initial_indent="  ", subsequent_indent="  ")]
+        lines += ["", "(--all lists every node, including those ORT removes)"]
+        return "\n".join(lines)
+
+    def _table(self, nodes) -> list:
         rows = [("NODE", "OP", "SINCE", "PROVIDER", "REASON")]
-        for n in self.nodes:
+        for n in nodes:
             op = n.op_type if not n.domain else f"{n.domain}::{n.op_type}"
-            prov = n.provider or "(none)"
+            prov = n.provider or ("(removed)" if n.removed_by else "(none)")
             reason = n.reason if (n.provider != self.provider or n.provider is None) else ""
             rows.append((n.name, op, "-" if n.since_version is None else str(n.since_version), prov, reason))
         w = [min(max(len(r[i]) for r in rows), 48) for i in range(4)]
-        lines = ["  ".join(c.ljust(w[i]) if i < 4 else c for i, c in enumerate(r)).rstrip() for r in rows]
-        s = self.summary
-        folded = sum(1 for n in self.nodes if n.provider is None and n.reason.startswith("constant-folded"))
-        none = sum(1 for n in self.nodes if n.provider is None) - folded
-        tail = f"target {self.target} ({self.provider}): {s['gpu_nodes']} GPU nodes, {s['cpu_nodes']} CPU nodes, " \
-               f"{s['copies']} copies"
-        if folded:
-            tail += f", {folded} constant-folded"
-        if none:
-            tail += f", {none} with no kernel (session creation would fail)"
-        return "\n".join(lines + ["", tail])
+        return ["  ".join(c.ljust(w[i]) if i < 4 else c for i, c in enumerate(r)).rstrip() for r in rows]
 
 
 def inspect(model, target: str = "dml", *, optimized: bool = True) -> InspectReport:

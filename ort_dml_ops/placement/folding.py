@@ -91,8 +91,8 @@ def _remove_bottom_up(graph: Graph, start: Node, folded_name: str, cons: dict) -
         prod = graph.producers()
         queue.extend(prod[x] for x in cur.inputs if x in prod)
         done.add(cur)
-        graph.remove(cur, "ConstantFolding", f"only fed '{folded_name}', which ORT's ConstantFolding removed "
-                                             "(RemoveNodesWithOneOutputBottomUp)")
+        graph.remove(cur, "ConstantFolding", f"constant-folded: it only fed '{folded_name}', which ORT's "
+                                             "ConstantFolding removed (RemoveNodesWithOneOutputBottomUp)")
 
 
 def fold(graph: Graph, types: dict, shapes: dict, opsets: dict, has_cpu_kernel) -> bool:
@@ -110,8 +110,8 @@ def fold(graph: Graph, types: dict, shapes: dict, opsets: dict, has_cpu_kernel) 
             prod = graph.producers()
             cons = graph.consumers()
             inputs = [prod[x] for x in node.inputs if x in prod]
-            graph.remove(node, "ConstantFolding", "Shape of a tensor whose shape is known: ORT's ConstantFolding "
-                                                  "replaces it by an initializer")
+            graph.remove(node, "ConstantFolding", "constant-folded at session creation (ORT ConstantFolding): "
+                                                  "Shape of a tensor whose shape is known becomes an initializer")
             for p in inputs:
                 _remove_bottom_up(graph, p, node.name, cons)
             changed = True
@@ -139,7 +139,7 @@ def fold(graph: Graph, types: dict, shapes: dict, opsets: dict, has_cpu_kernel) 
             graph.initializers[o] = init
             if dims is not None:
                 shapes[o] = dims
-        graph.remove(node, "ConstantFolding", "every input is a constant: ORT's ConstantFolding computes it once "
-                                              "at session creation")
+        graph.remove(node, "ConstantFolding", "constant-folded at session creation (ORT ConstantFolding: all "
+                                              "inputs are constant initializers); the node does not run")
         changed = True
     return changed

@@ -106,7 +106,8 @@ def _place(graph: Graph, tgt, opsets, types, result: Result, outer_implicit) -> 
         placed[node.name] = NodeResult(node.name, node.op_type, node.domain, d.since_version, prov, reason,
                                        cpu_preferred=cpu_pref, added_by=node.origin)
     for stub, (step, why) in graph.removed.items():
-        placed.setdefault(stub.name, NodeResult(stub.name, stub.op_type, stub.domain, None, None, why,
+        since = tgt.explain(stub.to_proto(), opsets, types).since_version
+        placed.setdefault(stub.name, NodeResult(stub.name, stub.op_type, stub.domain, since, None, why,
                                                 removed_by=step))
     # report order: the model's order of this level, nodes of subgraphs after their parent
     for node in _model_order(graph):
