@@ -56,12 +56,14 @@ def flatten(result: dict) -> dict:
 
 
 def record(models, provider: str = "dml", *, fusion: bool = True, sessions_per_process: int | None = None,
-           dynamic_dim: int = 2, optimization: str | None = None) -> list[dict]:
+           dynamic_dim: int = 2, optimization: str | None = None, use_fallback=None) -> list[dict]:
     """Record the truth for each (name, model, inputs-or-None); one dict per model, in order.
 
     `inputs`: {input name: array} (missing inputs get seeded random values with symbolic
     dimensions set to `dynamic_dim`). A model whose guest process dies is reported with
-    ``stage="crash"``; the others of its batch are retried in a new process.
+    ``stage="crash"``; the others of its batch are retried in a new process. `use_fallback`: one
+    bool per model: create its session through ``ort_dml_ops.InferenceSession`` (models using the
+    project's custom-op domain).
     """
     from ..lane import lane_available, lane_dir
 
@@ -78,7 +80,8 @@ def record(models, provider: str = "dml", *, fusion: bool = True, sessions_per_p
             mid = f"{i:04d}"
             (folder / f"{mid}.onnx").write_bytes(_model_bytes(model))
             spec = {"id": mid, "name": name, "model": f"{mid}.onnx", "provider": provider, "config": config,
-                    "dynamic_dim": dynamic_dim, "graph_optimization_level": optimization}
+                    "dynamic_dim": dynamic_dim, "graph_optimization_level": optimization,
+                    "use_fallback": bool(use_fallback[i]) if use_fallback else False}
             if inputs:
                 np.savez(folder / f"{mid}.in.npz", **{k: np.asarray(v) for k, v in inputs.items()})
                 spec["inputs"] = f"{mid}.in.npz"
@@ -115,6 +118,7 @@ def _run(lane: Path, folder: Path, chunk: list) -> str:
     manifest = folder / f"manifest_{chunk[0]['id']}.json"
     manifest.write_text(json.dumps({"models": chunk}))
     env = dict(os.environ)
+    env["DML_LANE_PYTHONPATH"] = str(Path(__file__).resolve().parents[2])  # the working tree, for use_fallback
     env.setdefault("DML_LANE_TIMEOUT", str(120 + 300 * len(chunk)))
     try:
         proc = subprocess.run([str(lane / "run.sh"), str(GUEST), str(manifest)], stdin=subprocess.DEVNULL,

@@ -11,7 +11,8 @@ graph partitioner gave each node), run the model once, and read from the profile
 by the host from the process output, for models whose run fails. Writes ``<id>.truth.json`` next to the manifest as soon as
 the model is done, so a crash loses only the model in flight.
 
-Standard library + numpy + onnxruntime only; importable on the host (which only passes its path).
+Standard library + numpy + onnxruntime only (``ort_dml_ops`` for models that use the project's
+custom ops, which need its fallback kernels); importable on the host (which only passes its path).
 """
 
 from __future__ import annotations
@@ -92,7 +93,13 @@ def record(spec: dict, folder: str) -> dict:
         else:
             providers = ["CPUExecutionProvider"]
         out["stage"] = "session"
-        sess = ort.InferenceSession(os.path.join(folder, spec["model"]), so, providers=providers)
+        path = os.path.join(folder, spec["model"])
+        if spec.get("use_fallback"):  # the project's custom ops: through ort_dml_ops (DML_LANE_PYTHONPATH)
+            from ort_dml_ops import InferenceSession
+
+            sess = InferenceSession(path, providers=providers, sess_options=so)
+        else:
+            sess = ort.InferenceSession(path, so, providers=providers)
         out["providers"] = list(sess.get_providers())
         out["assignment"] = [
             {"ep": sg.ep_name, "nodes": [{"name": n.name, "op_type": n.op_type, "domain": n.domain}

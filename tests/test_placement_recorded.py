@@ -1,0 +1,46 @@
+"""inspect's modelled DML placement of small real exports, pinned against recorded truth.
+
+tests/data/placement/truth.json holds what onnxruntime-directml 1.24.4 itself recorded on the DML
+lane (tools/record_placement.py: `get_provider_graph_assignment_info()` and the Memcpy nodes of
+a profiled run) for the models beside it: tiny random-weight XLM-R exports by torch.onnx
+(TorchScript and dynamo; tools/export_placement_fixtures.py) and the zoo's unconverted models.
+The test needs no Wine: a change to the placement model that moves a node or a copy shows here.
+Re-record on the lane after a deliberate change: `python tools/record_placement.py ...` (see the
+file's "how" entry).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from ort_dml_ops import inspect, zoo
+from ort_dml_ops.placement.compare import compare
+
+DATA = Path(__file__).parent / "data" / "placement"
+RECORDED = json.loads((DATA / "truth.json").read_text())
+
+
+def _model(name: str):
+    if name.startswith("zoo/"):
+        return zoo.get(name[4:]).load_model()
+    return str(DATA / name)
+
+
+@pytest.mark.parametrize("name", sorted(RECORDED["models"]))
+def test_modelled_placement_equals_recorded_truth(name):
+    truth = RECORDED["models"][name]
+    a = compare(name, inspect(_model(name), "dml"), truth)
+    assert not a.problems, "\n".join(a.problems)
+    assert a.copies_predicted == a.copies_real, (a.copies_source, truth.get("memcpy"))
+
+
+def test_recorded_truth_is_the_real_ep():
+    """The fixture is ORT's own record: the DML build, nodes on both EPs, copies from a full run."""
+    for name, truth in RECORDED["models"].items():
+        assert truth["ort_version"] == "1.24.4" and truth["provider"] == "dml", name
+        assert truth["ok"] and truth["nodes"], name
+    eps = {ep for t in RECORDED["models"].values() for ep in t["nodes"].values()}
+    assert eps == {"DmlExecutionProvider", "CPUExecutionProvider"}
