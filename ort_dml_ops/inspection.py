@@ -36,6 +36,7 @@ class NodeReport:
     removed_by: str = ""  # the ORT step that removed it before partitioning ("" when it runs)
     cpu_preferred: bool = False  # on the CPU by GetCpuPreferredNodes, although the GPU EP has a kernel
     added_by: str = ""  # the ORT step that added it ("" for the model's own nodes)
+    graph: str = ""  # "" for the main graph, "<node>/<attribute>" for a node of a subgraph
 
     @property
     def folded(self) -> bool:
@@ -50,6 +51,8 @@ class NodeReport:
             d["cpu_preferred"] = True
         if self.added_by:
             d["added_by"] = self.added_by
+        if self.graph:
+            d["graph"] = self.graph
         return d
 
 
@@ -150,7 +153,7 @@ def inspect(model, target: str = "dml", *, optimized: bool = True) -> InspectRep
     for r in result.nodes:
         report.nodes.append(NodeReport(r.name, r.op_type, r.domain, r.since_version, r.provider, r.reason,
                                        removed_by=r.removed_by, cpu_preferred=r.cpu_preferred,
-                                       added_by=r.added_by))
+                                       added_by=r.added_by, graph=r.graph))
     report.copy_nodes = list(result.copies)
     report.copies = len(result.copies)
     return report
@@ -187,10 +190,10 @@ def _prepare_graph(graph, prefix: str, funcs: dict) -> None:
     for node in graph.node:
         for a in node.attribute:
             if a.type == _GRAPH:
-                _prepare_graph(a.g, f"{node.name}/{a.name}/", funcs)
+                _prepare_graph(a.g, "", funcs)  # ORT names subgraph nodes as the model does
             elif a.type == _GRAPHS:
                 for j, g in enumerate(a.graphs):
-                    _prepare_graph(g, f"{node.name}/{a.name}[{j}]/", funcs)
+                    _prepare_graph(g, "", funcs)
 
 
 def _expand(call, name: str, funcs: dict, depth: int) -> list:

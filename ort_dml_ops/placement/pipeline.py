@@ -4,8 +4,8 @@
 2. level-1 optimizers, repeated until nothing changes (``GraphTransformerManager``, at most
    ``STEPS`` rounds; each round runs, in this order, the rewrite rules (``rules.py``), constant
    sharing and common-subexpression elimination (``cse.py``) and constant folding
-   (``folding.py``), then ReshapeFusion's contiguous-reshape rule (``reshape_fusion.py``); on
-   every graph level.
+   (``folding.py``), ReshapeFusion's contiguous-reshape rule (``reshape_fusion.py``) and the
+   TransposeOptimizer's Shape rule (``transpose_optimizer.py``); on every graph level.
 3. partitioning (``core/framework/graph_partitioner.cc``): the target EP's ``GetCapability``
    takes the nodes its kernels and support queries accept, minus ``GetCpuPreferredNodes``
    (``fallback_cpu.py``); the CPU EP takes the rest. ORT's assignment record
@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from . import cse, fallback_cpu, folding, memcpy, reshape_fusion, rules
+from . import cse, fallback_cpu, folding, memcpy, reshape_fusion, rules, transpose_optimizer
 from .graph import Graph, implicit_inputs
 from .load import build_graph
 
@@ -43,6 +43,7 @@ class NodeResult:
     removed_by: str = ""  # the ORT step that removed the node ("" when it runs)
     cpu_preferred: bool = False
     added_by: str = ""  # the ORT step that added the node ("" for the model's own nodes)
+    graph: str = ""  # "" for the main graph, "<node>/<attribute>" inside a subgraph
 
 
 @dataclass
@@ -59,6 +60,7 @@ def optimize(graph: Graph, types: dict, shapes: dict, opsets: dict, has_cpu_kern
         changed |= cse.eliminate(graph)
         changed |= folding.fold(graph, types, shapes, opsets, has_cpu_kernel)
         changed |= reshape_fusion.fuse(graph, shapes)
+        changed |= transpose_optimizer.handle_shape(graph, types, shapes)
         if not changed:
             break
     for node in graph.nodes:
@@ -79,11 +81,11 @@ def run(work, tgt, opsets: dict, types: dict, shapes: dict, optimized: bool = Tr
     if optimized:
         optimize(graph, types, shapes, opsets, has_cpu_kernel)
     result = Result()
-    _place(graph, tgt, opsets, types, result, outer_implicit=())
+    _place(graph, tgt, opsets, types, result, outer_implicit=(), label="")
     return result
 
 
-def _place(graph: Graph, tgt, opsets, types, result: Result, outer_implicit) -> None:
+def _place(graph: Graph, tgt, opsets, types, result: Result, outer_implicit, label: str) -> None:
     order = graph.topological()
     decisions = {n: tgt.explain(n.to_proto(), opsets, types) for n in graph.nodes}
     preferred: set = set()
@@ -104,19 +106,19 @@ def _place(graph: Graph, tgt, opsets, types, result: Result, outer_implicit) -> 
                           "its inputs are CPU-side shape values or small constants")
         provider[node], kernel[node] = prov, k
         placed[node.name] = NodeResult(node.name, node.op_type, node.domain, d.since_version, prov, reason,
-                                       cpu_preferred=cpu_pref, added_by=node.origin)
+                                       cpu_preferred=cpu_pref, added_by=node.origin, graph=label)
     for stub, (step, why) in graph.removed.items():
         since = tgt.explain(stub.to_proto(), opsets, types).since_version
         placed.setdefault(stub.name, NodeResult(stub.name, stub.op_type, stub.domain, since, None, why,
-                                                removed_by=step))
+                                                removed_by=step, graph=label))
     # report order: the model's order of this level, nodes of subgraphs after their parent
     for node in _model_order(graph):
         r = placed.get(node.name)
         if r is not None:
             result.nodes.append(r)
         if node in provider:
-            for _, sg in node.subgraphs:
-                _place(sg, tgt, opsets, types, result, implicit_inputs(node))
+            for attr, sg in node.subgraphs:
+                _place(sg, tgt, opsets, types, result, implicit_inputs(node), f"{node.name}/{attr}")
     if tgt.is_gpu:
         result.copies.extend(memcpy.copies(graph, provider.get, kernel.get, CPU, outer_implicit))
 

@@ -10,6 +10,9 @@ input instead (``graph_utils::RemoveNode``). A node whose output is a graph outp
   consumer: that node then writes the graph output directly.
 * ``EliminateDropout`` (dropout_elimination.cc): Dropout whose mask output is unused.
 * ``CastElimination`` (cast_elimination.cc): a Cast to the type its input already has.
+* ``ExpandElimination`` (expand_elimination.cc): Expand to a constant 1-D int64 shape that does
+  not grow its input (from the last dimension: each target is 1 or the input's known size, and
+  the target has no more dimensions than the input).
 * ``NoopElimination`` (noop_elimination.cc): Add/Sub/Mul/Div with a one-element constant
   operand that leaves the other unchanged (x+0, 0+x, x-0, x*1, 1*x, x/1), same type and shape.
 """
@@ -51,6 +54,23 @@ def _identity_to_output(graph: Graph, node: Node, cons: dict) -> None:
     graph.remove(node, "EliminateIdentity", "Identity removed by ORT's EliminateIdentity (identity_elimination.cc); "
                                             "its producer writes the graph output")
     prod.outputs = [out if o == src else o for o in prod.outputs]
+
+
+def _expand_is_noop(graph: Graph, node: Node, shapes: dict) -> bool:
+    if len(node.inputs) < 2:
+        return False
+    dims = shapes.get(node.inputs[0])
+    init = graph.initializer(node.inputs[1])
+    if dims is None or init is None or init.overridable or init.value is None or init.elem_type != 7 \
+            or len(init.dims) != 1 or init.dims[0] <= 0:
+        return False
+    target = [int(v) for v in init.value.reshape(-1)]
+    i, j = len(dims) - 1, len(target) - 1
+    while i >= 0 and j >= 0:
+        if target[j] != 1 and dims[i] != target[j]:
+            return False
+        i, j = i - 1, j - 1
+    return i >= j
 
 
 def _noop_operand(graph: Graph, node: Node, types: dict, shapes: dict) -> str | None:
@@ -103,6 +123,10 @@ def apply(graph: Graph, types: dict, shapes: dict) -> bool:
                 and types.get(node.inputs[0]) == _CAST_TYPES.get(node.attr("to")):
             _bypass(graph, node, node.inputs[0], "CastElimination", "Cast to the type its input already has, "
                                                                    "removed by ORT's CastElimination")
+            changed = True
+        elif op == "Expand" and _expand_is_noop(graph, node, shapes):
+            _bypass(graph, node, node.inputs[0], "ExpandElimination", "Expand that does not change its input, "
+                                                                     "removed by ORT's ExpandElimination")
             changed = True
         elif op in ("Add", "Sub", "Mul", "Div"):
             src = _noop_operand(graph, node, types, shapes)
