@@ -83,7 +83,7 @@ def _remove_bottom_up(graph: Graph, start: Node, folded_name: str, cons: dict) -
     done: set = set()
     while queue:
         cur = queue.pop(0)
-        if cur in done or cur not in graph.nodes:
+        if cur in done or cur.dead:
             continue
         edges = sum(sum(1 for x in c.inputs if x == o) for o in cur.outputs if o for c in cons.get(o, ()))
         if edges > 1 or any(o in graph.outputs for o in cur.outputs if o):
@@ -99,7 +99,7 @@ def fold(graph: Graph, types: dict, shapes: dict, opsets: dict, has_cpu_kernel) 
     """One ConstantFolding pass over `graph` (subgraphs separately). True if anything was folded."""
     changed = False
     for node in graph.topological():
-        if node not in graph.nodes or node.op_type == "DequantizeLinear":
+        if node.dead or node.op_type == "DequantizeLinear":
             continue
         if node.op_type == "Shape" and node.domain == "":
             value = _shape_fold(node, shapes)

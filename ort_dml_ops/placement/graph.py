@@ -43,6 +43,7 @@ class Node:
     proto: onnx.NodeProto  # attributes (inputs/outputs of the proto are not kept in step)
     subgraphs: list = field(default_factory=list)  # [(attribute label, Graph)]
     origin: str = ""  # which ORT step added the node ("" for a node of the model)
+    dead: bool = False  # removed from its graph
 
     def to_proto(self) -> onnx.NodeProto:
         p = onnx.NodeProto()
@@ -71,6 +72,8 @@ class Graph:
         self.parent = parent
         self.next_index = max((n.index for n in self.nodes), default=-1) + 1
         self.removed: dict = {}  # node -> (ORT step, reason)
+        self.version = 0  # bumped on every edit (the topological order is cached per version)
+        self._topo = (-1, [])
 
     # -- lookups -------------------------------------------------------------------------------
     def producers(self) -> dict:
@@ -100,11 +103,21 @@ class Graph:
         return init is not None and not init.overridable
 
     # -- edits ---------------------------------------------------------------------------------
+    def touch(self) -> None:
+        self.version += 1
+
+    def add(self, node: Node) -> None:
+        self.nodes.append(node)
+        self.touch()
+
     def remove(self, node: Node, step: str, reason: str) -> None:
         self.nodes.remove(node)
+        node.dead = True
+        self.touch()
         self.removed[node] = (step, reason)
 
     def replace_uses(self, old: str, new: str) -> None:
+        self.touch()
         for n in self.nodes:
             n.inputs = [new if x == old else x for x in n.inputs]
             for _, sg in n.subgraphs:
@@ -122,6 +135,8 @@ class Graph:
     # -- ORT's topological order -----------------------------------------------------------------
     def topological(self) -> list:
         """GraphViewer's default order: ReverseDFSFrom(leaf nodes, leave=append, NodeCompare by index)."""
+        if self._topo[0] == self.version:
+            return list(self._topo[1])
         prod = self.producers()
         cons = self.consumers()
 
@@ -150,7 +165,8 @@ class Graph:
             for m in input_nodes(n):
                 if m.index not in visited:
                     stack.append((m, False))
-        return order
+        self._topo = (self.version, order)
+        return list(order)
 
 
 def implicit_inputs(node: Node) -> list:

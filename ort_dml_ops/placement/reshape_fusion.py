@@ -32,7 +32,7 @@ def _unique(graph: Graph, base: str) -> str:
 def fuse(graph: Graph, shapes: dict) -> bool:
     changed = False
     for first in graph.topological():
-        if first not in graph.nodes or first.op_type != "Reshape" or first.domain != "":
+        if first.dead or first.op_type != "Reshape" or first.domain != "":
             continue
         chain = [first]
         while True:
@@ -57,6 +57,6 @@ def fuse(graph: Graph, shapes: dict) -> bool:
         graph.next_index += 1
         for c in chain:
             graph.remove(c, "ReshapeFusion", f"contiguous reshapes fused by ORT's ReshapeFusion into '{name}'")
-        graph.nodes.append(node)
+        graph.add(node)
         changed = True
     return changed

@@ -54,6 +54,7 @@ def _identity_to_output(graph: Graph, node: Node, cons: dict) -> None:
     graph.remove(node, "EliminateIdentity", "Identity removed by ORT's EliminateIdentity (identity_elimination.cc); "
                                             "its producer writes the graph output")
     prod.outputs = [out if o == src else o for o in prod.outputs]
+    graph.touch()
 
 
 def _expand_is_noop(graph: Graph, node: Node, shapes: dict) -> bool:

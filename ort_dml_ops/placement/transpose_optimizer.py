@@ -40,7 +40,7 @@ def _unique_value(graph: Graph, base: str) -> str:
 def handle_shape(graph: Graph, types: dict, shapes: dict) -> bool:
     changed = False
     for node in graph.topological():
-        if node not in graph.nodes or node.op_type != "Shape" or node.domain != "" or not node.inputs:
+        if node.dead or node.op_type != "Shape" or node.domain != "" or not node.inputs:
             continue
         prod = graph.producers().get(node.inputs[0])
         if prod is None or prod.op_type != "Transpose" or prod.domain != "":
@@ -66,11 +66,12 @@ def handle_shape(graph: Graph, types: dict, shapes: dict) -> bool:
         node.proto = proto
         node.inputs = [x]
         node.outputs = [new_out]
+        graph.touch()
         types[new_out] = "tensor(int64)"
         shapes[new_out] = (rank,)
         name = _unique_node_name(graph, "Gather")
         gproto = onnx.helper.make_node("Gather", [new_out, perm_name], [old_out], axis=0, name=name)
-        graph.nodes.append(Node(graph.next_index, name, "Gather", "", [new_out, perm_name], [old_out], gproto,
+        graph.add(Node(graph.next_index, name, "Gather", "", [new_out, perm_name], [old_out], gproto,
                                 origin="TransposeOptimizer"))
         graph.next_index += 1
         if not graph.consumers().get(prod.outputs[0]) and prod.outputs[0] not in graph.outputs:
