@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 
 import onnx
 
+from . import fallback
 from .errors import UserError
 from .modelio import check_defined_inputs, load_model
 from .targets import get_target, opsets_of, type_string
@@ -33,18 +34,30 @@ class NodeReport:
     since_version: int | None
     provider: str | None
     reason: str
-    removed_by: str = ""  # the ORT step that removed it before partitioning ("" when it runs)
-    cpu_preferred: bool = False  # on the CPU by GetCpuPreferredNodes, although the GPU EP has a kernel
+    removed_by: str = (
+        ""  # the ORT step that removed it before partitioning ("" when it runs)
+    )
+    cpu_preferred: bool = (
+        False  # on the CPU by GetCpuPreferredNodes, although the GPU EP has a kernel
+    )
     added_by: str = ""  # the ORT step that added it ("" for the model's own nodes)
-    graph: str = ""  # "" for the main graph, "<node>/<attribute>" for a node of a subgraph
+    graph: str = (
+        ""  # "" for the main graph, "<node>/<attribute>" for a node of a subgraph
+    )
 
     @property
     def folded(self) -> bool:
         return self.provider is None and bool(self.removed_by)
 
     def to_dict(self) -> dict:
-        d = {"name": self.name, "op_type": self.op_type, "domain": self.domain,
-             "since_version": self.since_version, "provider": self.provider, "reason": self.reason}
+        d = {
+            "name": self.name,
+            "op_type": self.op_type,
+            "domain": self.domain,
+            "since_version": self.since_version,
+            "provider": self.provider,
+            "reason": self.reason,
+        }
         if self.removed_by:
             d["removed_by"] = self.removed_by
         if self.cpu_preferred:
@@ -63,31 +76,51 @@ class InspectReport:
     nodes: list = field(default_factory=list)
     copies: int = 0
     tables: dict = field(default_factory=dict)
-    copy_nodes: list = field(default_factory=list)  # placement.memcpy.Copy, in ORT's insertion order
+    copy_nodes: list = field(
+        default_factory=list
+    )  # placement.memcpy.Copy, in ORT's insertion order
 
     @property
     def summary(self) -> dict:
         gpu = sum(1 for n in self.nodes if n.provider is not None and n.provider != CPU)
-        cpu = [n for n in self.nodes if n.provider == CPU]
-        return {"gpu_nodes": gpu, "cpu_nodes": len(cpu), "copies": self.copies,
-                "cpu_shape_nodes": sum(1 for n in cpu if n.cpu_preferred),
-                "removed_nodes": sum(1 for n in self.nodes if n.removed_by),
-                "failing_nodes": sum(1 for n in self.nodes if n.provider is None and not n.removed_by)}
+        cpu = sum(1 for n in self.nodes if n.provider == CPU)
+        return {"gpu_nodes": gpu, "cpu_nodes": cpu, "copies": self.copies}
+
+    @property
+    def counts(self) -> dict:
+        """What the summary does not say: CPU nodes that only compute shapes, nodes ORT removes
+        before running (Constant, folded, eliminated, fused), nodes no EP has a kernel for."""
+        return {
+            "cpu_shape_nodes": sum(
+                1 for n in self.nodes if n.provider == CPU and n.cpu_preferred
+            ),
+            "removed_nodes": sum(1 for n in self.nodes if n.removed_by),
+            "failing_nodes": sum(
+                1 for n in self.nodes if n.provider is None and not n.removed_by
+            ),
+        }
 
     def placement(self) -> dict:
         """{node name: provider} — the shape of the DML lane's CaseResult.placement."""
         return {n.name: n.provider for n in self.nodes}
 
     def to_dict(self) -> dict:
-        return {"target": self.target, "nodes": [n.to_dict() for n in self.nodes], "summary": self.summary,
-                "copy_nodes": [{"op_type": c.op_type, "value": c.value} for c in self.copy_nodes]}
+        return {
+            "target": self.target,
+            "nodes": [n.to_dict() for n in self.nodes],
+            "summary": self.summary,
+            "counts": self.counts,
+            "copy_nodes": [
+                {"op_type": c.op_type, "value": c.value} for c in self.copy_nodes
+            ],
+        }
 
     def to_json(self, indent: int | None = 2) -> str:
         return json.dumps(self.to_dict(), indent=indent)
 
     def headline(self) -> str:
         """One line: where the nodes run, what ORT removed, the copies, family nodes off the GPU."""
-        s = self.summary
+        s = {**self.summary, **self.counts}
         text = f"{self.target} ({self.provider}): {s['gpu_nodes']} nodes on the GPU, {s['cpu_nodes']} on the CPU"
         if s["cpu_nodes"] and self.provider != CPU:
             text += f" ({s['cpu_nodes'] - s['cpu_shape_nodes']} compute, {s['cpu_shape_nodes']} shape-only)"
@@ -95,9 +128,15 @@ class InspectReport:
         text += f", {s['copies']} cop{'y' if s['copies'] == 1 else 'ies'}"
         if s["failing_nodes"]:
             text += f"; {s['failing_nodes']} with no kernel: session creation fails"
-        family = [n for n in self.nodes if n.op_type in FAMILY and n.provider == CPU and self.provider != CPU]
+        family = [
+            n
+            for n in self.nodes
+            if n.op_type in FAMILY and n.provider == CPU and self.provider != CPU
+        ]
         if family:
-            text += "; family nodes on the CPU: " + "; ".join(f"{n.name} ({n.op_type}): {n.reason}" for n in family)
+            text += "; family nodes on the CPU: " + "; ".join(
+                f"{n.name} ({n.op_type}): {n.reason}" for n in family
+            )
         return text
 
     def to_text(self, all_nodes: bool = False) -> str:
@@ -111,14 +150,30 @@ class InspectReport:
         compute = [n for n in self.nodes if n.provider == CPU and not n.cpu_preferred]
         shape = [n for n in self.nodes if n.provider == CPU and n.cpu_preferred]
         failing = [n for n in self.nodes if n.provider is None and not n.removed_by]
-        for title, group in (("no kernel anywhere (session creation fails):", failing),
-                             ("compute nodes on the CPU (their data crosses between device and host):", compute)):
+        for title, group in (
+            ("no kernel anywhere (session creation fails):", failing),
+            (
+                "compute nodes on the CPU (their data crosses between device and host):",
+                compute,
+            ),
+        ):
             if group:
                 lines += ["", title, *self._table(group)]
         if shape:
-            lines += ["", f"shape-only nodes on the CPU ({len(shape)}): ORT's GetCpuPreferredNodes keeps small shape "
-                          "computations there; they cost no copy of real data:",
-                      *textwrap.wrap(", ".join(n.name for n in shape), 100, initial_indent="  ", subsequent_indent="  ")]
+            title = (
+                f"shape-only nodes on the CPU ({len(shape)}): ORT's GetCpuPreferredNodes keeps small shape "
+                "computations there; they cost no copy of real data:"
+            )
+            lines += [
+                "",
+                title,
+                *textwrap.wrap(
+                    ", ".join(n.name for n in shape),
+                    100,
+                    initial_indent="  ",
+                    subsequent_indent="  ",
+                ),
+            ]
         lines += ["", "(--all lists every node, including those ORT removes)"]
         return "\n".join(lines)
 
@@ -127,10 +182,23 @@ class InspectReport:
         for n in nodes:
             op = n.op_type if not n.domain else f"{n.domain}::{n.op_type}"
             prov = n.provider or ("(removed)" if n.removed_by else "(none)")
-            reason = n.reason if (n.provider != self.provider or n.provider is None) else ""
-            rows.append((n.name, op, "-" if n.since_version is None else str(n.since_version), prov, reason))
+            reason = (
+                n.reason if (n.provider != self.provider or n.provider is None) else ""
+            )
+            rows.append(
+                (
+                    n.name,
+                    op,
+                    "-" if n.since_version is None else str(n.since_version),
+                    prov,
+                    reason,
+                )
+            )
         w = [min(max(len(r[i]) for r in rows), 48) for i in range(4)]
-        return ["  ".join(c.ljust(w[i]) if i < 4 else c for i, c in enumerate(r)).rstrip() for r in rows]
+        return [
+            "  ".join(c.ljust(w[i]) if i < 4 else c for i, c in enumerate(r)).rstrip()
+            for r in rows
+        ]
 
 
 def inspect(model, target: str = "dml", *, optimized: bool = True) -> InspectReport:
@@ -142,24 +210,58 @@ def inspect(model, target: str = "dml", *, optimized: bool = True) -> InspectRep
     """
     from .placement import pipeline
 
-    proto = load_model(model, load_external_data=False)  # placement needs shapes, not weights
-    check_defined_inputs(proto, str(model) if isinstance(model, (str, os.PathLike)) else "")
+    proto = load_model(
+        model, load_external_data=False
+    )  # placement needs shapes, not weights
+    check_defined_inputs(
+        proto, str(model) if isinstance(model, (str, os.PathLike)) else ""
+    )
     tgt = get_target(target)
+    original = {}
+    if fallback.uses_fallback(proto):
+        # The only way to run such a model is ort_dml_ops.InferenceSession, which hands ORT this
+        # rewrite (per-dtype fallback kernels, float16 carried as float32 through added Casts).
+        original = {n.name: n for n in _main_nodes(proto) if n.name}
+        proto = fallback.prepare(proto)
     opsets = opsets_of(proto)
     work = _inline_and_name(proto)
     types, shapes = _value_types(work)
     result = pipeline.run(work, tgt, opsets, types, shapes, optimized=optimized)
     report = InspectReport(target=tgt.name, provider=tgt.provider)
     for r in result.nodes:
-        report.nodes.append(NodeReport(r.name, r.op_type, r.domain, r.since_version, r.provider, r.reason,
-                                       removed_by=r.removed_by, cpu_preferred=r.cpu_preferred,
-                                       added_by=r.added_by, graph=r.graph))
+        op, domain, reason, added = r.op_type, r.domain, r.reason, r.added_by
+        if original and r.domain == fallback.KERNEL_DOMAIN and r.name in original:
+            op, domain = original[r.name].op_type, original[r.name].domain
+            reason = (
+                "custom op: runs on the CPU EP as the project's Python fallback kernel"
+            )
+        elif original and not r.graph and r.name not in original and not added:
+            added = "ort_dml_ops.InferenceSession (fallback rewrite)"
+        report.nodes.append(
+            NodeReport(
+                r.name,
+                op,
+                domain,
+                r.since_version,
+                r.provider,
+                reason,
+                removed_by=r.removed_by,
+                cpu_preferred=r.cpu_preferred,
+                added_by=added,
+                graph=r.graph,
+            )
+        )
     report.copy_nodes = list(result.copies)
     report.copies = len(result.copies)
     return report
 
 
+def _main_nodes(proto):
+    return list(proto.graph.node)
+
+
 # -- preparation: inline model-local functions, give every node an unambiguous name ------------
+
 
 def _inline_and_name(proto: onnx.ModelProto) -> onnx.ModelProto:
     funcs = {(f.domain, f.name): f for f in proto.functions}
@@ -190,7 +292,9 @@ def _prepare_graph(graph, prefix: str, funcs: dict) -> None:
     for node in graph.node:
         for a in node.attribute:
             if a.type == _GRAPH:
-                _prepare_graph(a.g, "", funcs)  # ORT names subgraph nodes as the model does
+                _prepare_graph(
+                    a.g, "", funcs
+                )  # ORT names subgraph nodes as the model does
             elif a.type == _GRAPHS:
                 for j, g in enumerate(a.graphs):
                     _prepare_graph(g, "", funcs)
@@ -240,8 +344,10 @@ def _expand(call, name: str, funcs: dict, depth: int) -> list:
 
 def _value_types(work: onnx.ModelProto):
     try:
-        inferred = onnx.shape_inference.infer_shapes(work, check_type=False, strict_mode=False)
-    except Exception:  # custom domains or a malformed node: use the types the model states
+        inferred = onnx.shape_inference.infer_shapes(
+            work, check_type=False, strict_mode=False
+        )
+    except Exception:  # noqa: BLE001 - custom domains or a malformed node: use the types the model states
         inferred = work
     types: dict = {}
     dims: dict = {}
@@ -253,7 +359,10 @@ def _value_types(work: onnx.ModelProto):
                 types[vi.name] = t
             tt = vi.type.tensor_type
             if vi.type.HasField("tensor_type") and tt.HasField("shape"):
-                dims[vi.name] = tuple(d.dim_value if d.HasField("dim_value") else None for d in tt.shape.dim)
+                dims[vi.name] = tuple(
+                    d.dim_value if d.HasField("dim_value") else None
+                    for d in tt.shape.dim
+                )
         for init in g.initializer:
             types.setdefault(init.name, type_string(init.data_type))
             dims[init.name] = tuple(int(d) for d in init.dims)

@@ -38,9 +38,11 @@ def test_modelled_placement_equals_recorded_truth(name):
 
 
 def test_recorded_truth_is_the_real_ep():
-    """The fixture is ORT's own record: the DML build, nodes on both EPs, copies from a full run."""
+    """The fixture is ORT's own record: the DML build, nodes on both EPs, copies from a full run
+    (or, where the emulator fails the run, the copies ORT logged adding at session creation)."""
     for name, truth in RECORDED["models"].items():
         assert truth["ort_version"] == "1.24.4" and truth["provider"] == "dml", name
-        assert truth["ok"] and truth["nodes"], name
+        assert truth["nodes"] and truth["stage"] in ("done", "run"), name
+        assert truth["ok"] or truth["memcpy_logged"] is not None, name
     eps = {ep for t in RECORDED["models"].values() for ep in t["nodes"].values()}
     assert eps == {"DmlExecutionProvider", "CPUExecutionProvider"}

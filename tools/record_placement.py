@@ -33,9 +33,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("models", nargs="*", type=Path)
-    ap.add_argument("--zoo", action="store_true", help="also record the zoo's unconverted models")
+    ap.add_argument(
+        "--zoo", action="store_true", help="also record the zoo's unconverted models"
+    )
     ap.add_argument("--provider", choices=("dml", "cpu"), default="dml")
-    ap.add_argument("--inputs", type=Path, help=".npz of input arrays (for every MODEL)")
+    ap.add_argument(
+        "--inputs", type=Path, help=".npz of input arrays (for every MODEL)"
+    )
     ap.add_argument("--fusion", action="store_true", help="leave DML graph fusion on")
     ap.add_argument("-o", "--out", type=Path)
     args = ap.parse_args(argv)
@@ -66,14 +70,21 @@ def main(argv=None) -> int:
             items.append((f"zoo/{z.name}", model, z.inputs()))
             fallback.append(any(i.domain == DOMAIN for i in model.opset_import))
     try:
-        results = record(items, args.provider, fusion=args.fusion, use_fallback=fallback)
+        results = record(
+            items, args.provider, fusion=args.fusion, use_fallback=fallback
+        )
     except RuntimeError as exc:
         print(f"record_placement: {exc}", file=sys.stderr)
         return 1
     for r in results:
         r.pop("traceback", None)
-    how = "python tools/record_placement.py " + " ".join(argv if argv is not None else sys.argv[1:])
-    text = json.dumps({"how": how, "models": {name: r for (name, _, _), r in zip(items, results)}}, indent=1)
+    how = "python tools/record_placement.py " + " ".join(
+        argv if argv is not None else sys.argv[1:]
+    )
+    text = json.dumps(
+        {"how": how, "models": {name: r for (name, _, _), r in zip(items, results)}},
+        indent=1,
+    )
     if args.out:
         tmp = args.out.with_suffix(args.out.suffix + ".tmp")
         tmp.write_text(text + "\n")

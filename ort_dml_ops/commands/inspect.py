@@ -22,16 +22,26 @@ def add_parser(subparsers) -> None:
         "inspect",
         help="predict where ONNX Runtime runs each node (DML, CUDA or CPU EP) and why",
         description="Predict, node by node, which execution provider ONNX Runtime gives each node of "
-                    "MODEL on the target, why a node leaves the GPU, and how many device<->host copies "
-                    "that costs. Works on any OS: no GPU or DirectML needed.",
+        "MODEL on the target, why a node leaves the GPU, and how many device<->host copies "
+        "that costs. Works on any OS: no GPU or DirectML needed.",
         epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("model", metavar="MODEL", help="path to an .onnx model")
-    p.add_argument("--target", choices=("dml", "cuda", "cpu"), default="dml",
-                   help="execution provider to model (default: dml = onnxruntime-directml 1.24.4)")
-    p.add_argument("--json", action="store_true", help="print the report as one JSON object")
-    p.add_argument("--all", action="store_true", help="list every node (default: only the nodes off the GPU)")
+    p.add_argument(
+        "--target",
+        choices=("dml", "cuda", "cpu"),
+        default="dml",
+        help="execution provider to model (default: dml = onnxruntime-directml 1.24.4)",
+    )
+    p.add_argument(
+        "--json", action="store_true", help="print the report as one JSON object"
+    )
+    p.add_argument(
+        "--all",
+        action="store_true",
+        help="list every node (default: only the nodes off the GPU)",
+    )
     p.set_defaults(func=run)
 
 

@@ -14,8 +14,16 @@ from __future__ import annotations
 from .graph import Graph
 
 SHARE_LIMIT = 8
-NONDETERMINISTIC = frozenset({"RandomUniform", "RandomNormal", "RandomUniformLike", "RandomNormalLike",
-                              "Multinomial", "Bernoulli"})
+NONDETERMINISTIC = frozenset(
+    {
+        "RandomUniform",
+        "RandomNormal",
+        "RandomUniformLike",
+        "RandomNormalLike",
+        "Multinomial",
+        "Bernoulli",
+    }
+)
 
 
 def share_constants(graph: Graph) -> bool:
@@ -23,8 +31,14 @@ def share_constants(graph: Graph) -> bool:
     rename: dict = {}
     used = {x for n in graph.nodes for x in n.inputs if x}
     for name, init in graph.initializers.items():
-        if init.overridable or init.value is None or init.numel > SHARE_LIMIT or len(init.dims) > 1 \
-                or name not in used or init.value.dtype == object:
+        if (
+            init.overridable
+            or init.value is None
+            or init.numel > SHARE_LIMIT
+            or len(init.dims) > 1
+            or name not in used
+            or init.value.dtype == object
+        ):
             continue
         key = (init.elem_type, init.dims, init.value.tobytes())
         if key in seen:
@@ -44,15 +58,27 @@ def eliminate(graph: Graph) -> bool:
     for node in graph.topological():
         if node.subgraphs or node.op_type in NONDETERMINISTIC or not node.outputs:
             continue
-        attrs = tuple(sorted(a.SerializeToString(deterministic=True) for a in node.proto.attribute))
-        key = (node.op_type, node.domain, attrs, tuple(value_class.get(x, x) for x in node.inputs),
-               len(node.outputs))
+        attrs = tuple(
+            sorted(
+                a.SerializeToString(deterministic=True) for a in node.proto.attribute
+            )
+        )
+        key = (
+            node.op_type,
+            node.domain,
+            attrs,
+            tuple(value_class.get(x, x) for x in node.inputs),
+            len(node.outputs),
+        )
         rep = representative.get(key)
         if rep is None or any(o in graph.outputs for o in node.outputs if o):
             representative.setdefault(key, node)
             continue
-        graph.remove(node, "CommonSubexpressionElimination",
-                     f"same computation as '{rep.name}': removed by ORT's CommonSubexpressionElimination")
+        graph.remove(
+            node,
+            "CommonSubexpressionElimination",
+            f"same computation as '{rep.name}': removed by ORT's CommonSubexpressionElimination",
+        )
         for o, r in zip(node.outputs, rep.outputs):
             if o:
                 graph.replace_uses(o, r)

@@ -24,8 +24,16 @@ import heapq
 from .graph import Graph, implicit_inputs
 
 SMALL_INITIALIZER = 100
-LOW_PRECISION = frozenset({"tensor(float16)", "tensor(bfloat16)", "tensor(float8e4m3fn)", "tensor(float8e4m3fnuz)",
-                           "tensor(float8e5m2)", "tensor(float8e5m2fnuz)"})
+LOW_PRECISION = frozenset(
+    {
+        "tensor(float16)",
+        "tensor(bfloat16)",
+        "tensor(float8e4m3fn)",
+        "tensor(float8e4m3fnuz)",
+        "tensor(float8e5m2)",
+        "tensor(float8e5m2fnuz)",
+    }
+)
 
 
 def cpu_preferred(graph: Graph, order: list, tentative: dict, types: dict) -> set:
@@ -70,7 +78,9 @@ def cpu_preferred(graph: Graph, order: list, tentative: dict, types: dict) -> se
                 place = False
                 break
             init = graph.initializer(x) if x else None
-            if (init is not None and init.numel <= SMALL_INITIALIZER) or (x and x in graph_inputs):
+            if (init is not None and init.numel <= SMALL_INITIALIZER) or (
+                x and x in graph_inputs
+            ):
                 continue
             if not x or x not in cpu_values or i in kernel.cpu_inputs:
                 place = False

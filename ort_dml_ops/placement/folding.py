@@ -25,15 +25,49 @@ import onnx
 
 from .graph import Graph, Initializer, Node
 
-NONDETERMINISTIC = frozenset({"RandomUniform", "RandomNormal", "RandomUniformLike", "RandomNormalLike",
-                              "Multinomial", "Bernoulli"})
-_NP_TO_ELEM = {np.dtype(k): v for k, v in (("float32", 1), ("uint8", 2), ("int8", 3), ("uint16", 4), ("int16", 5),
-                                          ("int32", 6), ("int64", 7), ("bool", 9), ("float16", 10),
-                                          ("float64", 11), ("uint32", 12), ("uint64", 13))}
-_TYPE_TO_ELEM = {"tensor(float)": 1, "tensor(uint8)": 2, "tensor(int8)": 3, "tensor(uint16)": 4, "tensor(int16)": 5,
-                 "tensor(int32)": 6, "tensor(int64)": 7, "tensor(string)": 8, "tensor(bool)": 9,
-                 "tensor(float16)": 10, "tensor(double)": 11, "tensor(uint32)": 12, "tensor(uint64)": 13,
-                 "tensor(bfloat16)": 16}
+NONDETERMINISTIC = frozenset(
+    {
+        "RandomUniform",
+        "RandomNormal",
+        "RandomUniformLike",
+        "RandomNormalLike",
+        "Multinomial",
+        "Bernoulli",
+    }
+)
+_NP_TO_ELEM = {
+    np.dtype(k): v
+    for k, v in (
+        ("float32", 1),
+        ("uint8", 2),
+        ("int8", 3),
+        ("uint16", 4),
+        ("int16", 5),
+        ("int32", 6),
+        ("int64", 7),
+        ("bool", 9),
+        ("float16", 10),
+        ("float64", 11),
+        ("uint32", 12),
+        ("uint64", 13),
+    )
+}
+_TYPE_TO_ELEM = {
+    "tensor(float)": 1,
+    "tensor(uint8)": 2,
+    "tensor(int8)": 3,
+    "tensor(uint16)": 4,
+    "tensor(int16)": 5,
+    "tensor(int32)": 6,
+    "tensor(int64)": 7,
+    "tensor(string)": 8,
+    "tensor(bool)": 9,
+    "tensor(float16)": 10,
+    "tensor(double)": 11,
+    "tensor(uint32)": 12,
+    "tensor(uint64)": 13,
+    "tensor(bfloat16)": 16,
+}
 
 
 def _shape_fold(node: Node, shapes: dict):
@@ -65,11 +99,20 @@ def _evaluate(node: Node, graph: Graph, types: dict, opsets: dict):
 
         ins = [x if x else "" for x in node.inputs]
         g = onnx.helper.make_graph(
-            [node.to_proto()], "fold",
-            [onnx.helper.make_tensor_value_info(x, _NP_TO_ELEM.get(np.asarray(v).dtype, 1), None)
-             for x, v in zip(ins, values) if x],
-            [onnx.helper.make_tensor_value_info(o, 0, None) for o in node.outputs if o])
-        m = onnx.helper.make_model(g, opset_imports=[onnx.helper.make_opsetid(d, v) for d, v in opsets.items()])
+            [node.to_proto()],
+            "fold",
+            [
+                onnx.helper.make_tensor_value_info(
+                    x, _NP_TO_ELEM.get(np.asarray(v).dtype, 1), None
+                )
+                for x, v in zip(ins, values)
+                if x
+            ],
+            [onnx.helper.make_tensor_value_info(o, 0, None) for o in node.outputs if o],
+        )
+        m = onnx.helper.make_model(
+            g, opset_imports=[onnx.helper.make_opsetid(d, v) for d, v in opsets.items()]
+        )
         feeds = {x: np.asarray(v) for x, v in zip(ins, values) if x}
         return ReferenceEvaluator(m).run(None, feeds)
     except Exception:  # noqa: BLE001 - value unknown; the fold itself still happens
@@ -85,14 +128,23 @@ def _remove_bottom_up(graph: Graph, start: Node, folded_name: str, cons: dict) -
         cur = queue.pop(0)
         if cur in done or cur.dead:
             continue
-        edges = sum(sum(1 for x in c.inputs if x == o) for o in cur.outputs if o for c in cons.get(o, ()))
+        edges = sum(
+            sum(1 for x in c.inputs if x == o)
+            for o in cur.outputs
+            if o
+            for c in cons.get(o, ())
+        )
         if edges > 1 or any(o in graph.outputs for o in cur.outputs if o):
             continue
         prod = graph.producers()
         queue.extend(prod[x] for x in cur.inputs if x in prod)
         done.add(cur)
-        graph.remove(cur, "ConstantFolding", f"constant-folded: it only fed '{folded_name}', which ORT's "
-                                             "ConstantFolding removed (RemoveNodesWithOneOutputBottomUp)")
+        graph.remove(
+            cur,
+            "ConstantFolding",
+            f"constant-folded: it only fed '{folded_name}', which ORT's "
+            "ConstantFolding removed (RemoveNodesWithOneOutputBottomUp)",
+        )
 
 
 def fold(graph: Graph, types: dict, shapes: dict, opsets: dict, has_cpu_kernel) -> bool:
@@ -105,13 +157,19 @@ def fold(graph: Graph, types: dict, shapes: dict, opsets: dict, has_cpu_kernel) 
             value = _shape_fold(node, shapes)
             if value is None:
                 continue
-            graph.initializers[node.outputs[0]] = Initializer(node.outputs[0], 7, value.shape, value)
+            graph.initializers[node.outputs[0]] = Initializer(
+                node.outputs[0], 7, value.shape, value
+            )
             shapes[node.outputs[0]] = tuple(value.shape)
             prod = graph.producers()
             cons = graph.consumers()
             inputs = [prod[x] for x in node.inputs if x in prod]
-            graph.remove(node, "ConstantFolding", "constant-folded at session creation (ORT ConstantFolding): "
-                                                  "Shape of a tensor whose shape is known becomes an initializer")
+            graph.remove(
+                node,
+                "ConstantFolding",
+                "constant-folded at session creation (ORT ConstantFolding): "
+                "Shape of a tensor whose shape is known becomes an initializer",
+            )
             for p in inputs:
                 _remove_bottom_up(graph, p, node.name, cons)
             changed = True
@@ -122,7 +180,11 @@ def fold(graph: Graph, types: dict, shapes: dict, opsets: dict, has_cpu_kernel) 
             continue
         if not has_cpu_kernel(node):
             continue
-        if any(not (types.get(o) or "tensor(").startswith("tensor(") for o in node.outputs if o):
+        if any(
+            not (types.get(o) or "tensor(").startswith("tensor(")
+            for o in node.outputs
+            if o
+        ):
             continue
         results = _evaluate(node, graph, types, opsets)
         for k, o in enumerate(node.outputs):
@@ -134,12 +196,25 @@ def fold(graph: Graph, types: dict, shapes: dict, opsets: dict, has_cpu_kernel) 
             else:
                 v = None
                 dims = shapes.get(o)
-                dims = tuple(dims) if dims is not None and all(d is not None for d in dims) else None
-            init = Initializer(o, _TYPE_TO_ELEM.get(types.get(o), 0), dims if dims is not None else (1 << 40,), v)
+                dims = (
+                    tuple(dims)
+                    if dims is not None and all(d is not None for d in dims)
+                    else None
+                )
+            init = Initializer(
+                o,
+                _TYPE_TO_ELEM.get(types.get(o), 0),
+                dims if dims is not None else (1 << 40,),
+                v,
+            )
             graph.initializers[o] = init
             if dims is not None:
                 shapes[o] = dims
-        graph.remove(node, "ConstantFolding", "constant-folded at session creation (ORT ConstantFolding: all "
-                                              "inputs are constant initializers); the node does not run")
+        graph.remove(
+            node,
+            "ConstantFolding",
+            "constant-folded at session creation (ORT ConstantFolding: all "
+            "inputs are constant initializers); the node does not run",
+        )
         changed = True
     return changed

@@ -22,7 +22,9 @@ class Initializer:
     elem_type: int
     dims: tuple
     value: np.ndarray | None = None  # None: not read (large, or external data)
-    overridable: bool = False  # also a graph input: not a constant (ORT: overridable initializer)
+    overridable: bool = (
+        False  # also a graph input: not a constant (ORT: overridable initializer)
+    )
 
     @property
     def numel(self) -> int:
@@ -40,7 +42,9 @@ class Node:
     domain: str
     inputs: list
     outputs: list
-    proto: onnx.NodeProto  # attributes (inputs/outputs of the proto are not kept in step)
+    proto: (
+        onnx.NodeProto
+    )  # attributes (inputs/outputs of the proto are not kept in step)
     subgraphs: list = field(default_factory=list)  # [(attribute label, Graph)]
     origin: str = ""  # which ORT step added the node ("" for a node of the model)
     dead: bool = False  # removed from its graph
@@ -64,7 +68,14 @@ class Node:
 
 
 class Graph:
-    def __init__(self, nodes, initializers: dict, inputs: list, outputs: list, parent: "Graph | None" = None):
+    def __init__(
+        self,
+        nodes,
+        initializers: dict,
+        inputs: list,
+        outputs: list,
+        parent: Graph | None = None,
+    ):
         self.nodes: list = list(nodes)
         self.initializers: dict = dict(initializers)
         self.inputs: list = list(inputs)  # graph inputs that are not initializers
@@ -72,7 +83,9 @@ class Graph:
         self.parent = parent
         self.next_index = max((n.index for n in self.nodes), default=-1) + 1
         self.removed: dict = {}  # node -> (ORT step, reason)
-        self.version = 0  # bumped on every edit (the topological order is cached per version)
+        self.version = (
+            0  # bumped on every edit (the topological order is cached per version)
+        )
         self._topo = (-1, [])
 
     # -- lookups -------------------------------------------------------------------------------
@@ -125,7 +138,11 @@ class Graph:
         self.outputs = [new if x == old else x for x in self.outputs]
 
     def replace_outer_uses(self, old: str, new: str) -> None:
-        if old in self.initializers or old in self.inputs or any(old in n.outputs for n in self.nodes):
+        if (
+            old in self.initializers
+            or old in self.inputs
+            or any(old in n.outputs for n in self.nodes)
+        ):
             return  # shadowed in this subgraph
         for n in self.nodes:
             n.inputs = [new if x == old else x for x in n.inputs]
@@ -148,8 +165,11 @@ class Graph:
                     seen[p.index] = p
             return [seen[k] for k in sorted(seen)]
 
-        leaves = [n for n in sorted(self.nodes, key=lambda n: n.index)
-                  if not any(cons.get(o) for o in n.outputs if o)]
+        leaves = [
+            n
+            for n in sorted(self.nodes, key=lambda n: n.index)
+            if not any(cons.get(o) for o in n.outputs if o)
+        ]
         stack = [(n, False) for n in leaves]
         visited: set = set()
         order = []

@@ -20,7 +20,9 @@ VALUE_LIMIT = 1 << 16
 _GRAPH, _GRAPHS = onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS
 
 
-def tensor_initializer(t: onnx.TensorProto, name: str | None = None, overridable: bool = False) -> Initializer:
+def tensor_initializer(
+    t: onnx.TensorProto, name: str | None = None, overridable: bool = False
+) -> Initializer:
     dims = tuple(int(d) for d in t.dims)
     init = Initializer(name or t.name, t.data_type, dims, None, overridable)
     external = t.data_location == onnx.TensorProto.EXTERNAL
@@ -39,13 +41,24 @@ def constant_value(node: onnx.NodeProto) -> Initializer | None:
         if a.name == "value" and a.type == onnx.AttributeProto.TENSOR:
             return tensor_initializer(a.t, name)
         if a.name == "value_float":
-            return Initializer(name, onnx.TensorProto.FLOAT, (), np.array(a.f, np.float32))
+            return Initializer(
+                name, onnx.TensorProto.FLOAT, (), np.array(a.f, np.float32)
+            )
         if a.name == "value_floats":
-            return Initializer(name, onnx.TensorProto.FLOAT, (len(a.floats),), np.array(a.floats, np.float32))
+            return Initializer(
+                name,
+                onnx.TensorProto.FLOAT,
+                (len(a.floats),),
+                np.array(a.floats, np.float32),
+            )
         if a.name == "value_int":
-            return Initializer(name, onnx.TensorProto.INT64, (), np.array(a.i, np.int64))
+            return Initializer(
+                name, onnx.TensorProto.INT64, (), np.array(a.i, np.int64)
+            )
         if a.name == "value_ints":
-            return Initializer(name, onnx.TensorProto.INT64, (len(a.ints),), np.array(a.ints, np.int64))
+            return Initializer(
+                name, onnx.TensorProto.INT64, (len(a.ints),), np.array(a.ints, np.int64)
+            )
         if a.name == "value_string":
             return Initializer(name, onnx.TensorProto.STRING, (), None)
         if a.name == "value_strings":
@@ -53,11 +66,22 @@ def constant_value(node: onnx.NodeProto) -> Initializer | None:
     return None
 
 
-def build_graph(g: onnx.GraphProto, parent: Graph | None = None, label: str = "") -> Graph:
+def build_graph(
+    g: onnx.GraphProto, parent: Graph | None = None, label: str = ""
+) -> Graph:
     """A Graph from a GraphProto whose nodes are already inlined and uniquely named."""
     input_names = [i.name for i in g.input]
-    inits = {t.name: tensor_initializer(t, overridable=t.name in input_names) for t in g.initializer}
-    graph = Graph([], inits, [x for x in input_names if x not in inits], [o.name for o in g.output], parent)
+    inits = {
+        t.name: tensor_initializer(t, overridable=t.name in input_names)
+        for t in g.initializer
+    }
+    graph = Graph(
+        [],
+        inits,
+        [x for x in input_names if x not in inits],
+        [o.name for o in g.output],
+        parent,
+    )
     graph.model_order = [p.name for p in g.node]
     index = 0
     for p in g.node:
@@ -65,17 +89,30 @@ def build_graph(g: onnx.GraphProto, parent: Graph | None = None, label: str = ""
             init = constant_value(p)
             if init is not None:
                 graph.initializers[init.name] = init
-                graph.removed[_constant_stub(p)] = ("load", "Constant node: ONNX Runtime loads it as an "
-                                                            "initializer (graph.cc); it never runs")
+                why = "Constant node: ONNX Runtime loads it as an initializer (graph.cc); it never runs"
+                graph.removed[_constant_stub(p)] = ("load", why)
                 continue
-        node = Node(index, p.name, p.op_type, p.domain if p.domain != "ai.onnx" else "", list(p.input),
-                    list(p.output), p)
+        node = Node(
+            index,
+            p.name,
+            p.op_type,
+            p.domain if p.domain != "ai.onnx" else "",
+            list(p.input),
+            list(p.output),
+            p,
+        )
         index += 1
         graph.nodes.append(node)
     graph.next_index = index
     for node in graph.nodes:
         for a in node.proto.attribute:
-            subs = [a.g] if a.type == _GRAPH else list(a.graphs) if a.type == _GRAPHS else []
+            subs = (
+                [a.g]
+                if a.type == _GRAPH
+                else list(a.graphs)
+                if a.type == _GRAPHS
+                else []
+            )
             for j, sg in enumerate(subs):
                 lab = a.name if a.type == _GRAPH else f"{a.name}[{j}]"
                 node.subgraphs.append((lab, build_graph(sg, graph, lab)))

@@ -48,8 +48,12 @@ def copies(graph: Graph, provider_of, kernel_of, cpu: str, outer_implicit=()) ->
         else:
             cpu_in.update(x for x in node.inputs if x)
             cpu_out.update(o for o in node.outputs if o)
-    out = [Copy("MemcpyFromHost", x) for x in graph.inputs if x in dev_in and x in cpu_in]
+    out = [
+        Copy("MemcpyFromHost", x) for x in graph.inputs if x in dev_in and x in cpu_in
+    ]
     out += [Copy("MemcpyFromHost", x) for x in sorted(cpu_out & dev_in)]
     out += [Copy("MemcpyToHost", x) for x in sorted(dev_out & cpu_in)]
-    out += [Copy("MemcpyFromHost", x) for x in outer_implicit if x in dev_in and x in cpu_in]
+    out += [
+        Copy("MemcpyFromHost", x) for x in outer_implicit if x in dev_in and x in cpu_in
+    ]
     return out

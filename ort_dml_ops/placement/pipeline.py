@@ -20,16 +20,50 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from . import cse, fallback_cpu, folding, memcpy, reshape_fusion, rules, transpose_optimizer
+from . import (
+    cse,
+    fallback_cpu,
+    folding,
+    memcpy,
+    reshape_fusion,
+    rules,
+    transpose_optimizer,
+)
 from .graph import Graph, implicit_inputs
 from .load import build_graph
 
 STEPS = 10
 CPU = "CPUExecutionProvider"
 #: Ops whose result is a shape/index value: a CPU node of these costs no copy of real data.
-SHAPE_OPS = frozenset({"Shape", "Size", "Gather", "Unsqueeze", "Squeeze", "Concat", "Slice", "Cast", "Reshape",
-                       "Range", "Equal", "Where", "Mul", "Add", "Sub", "Div", "ConstantOfShape", "Expand",
-                       "Max", "Min", "Not", "Less", "Greater", "Flatten", "Identity"})
+SHAPE_OPS = frozenset(
+    {
+        "Shape",
+        "Size",
+        "Gather",
+        "Unsqueeze",
+        "Squeeze",
+        "Concat",
+        "Slice",
+        "Cast",
+        "Reshape",
+        "Range",
+        "Equal",
+        "Where",
+        "Mul",
+        "Add",
+        "Sub",
+        "Div",
+        "ConstantOfShape",
+        "Expand",
+        "Max",
+        "Min",
+        "Not",
+        "Less",
+        "Greater",
+        "Flatten",
+        "Identity",
+    }
+)
 
 
 @dataclass
@@ -42,7 +76,9 @@ class NodeResult:
     reason: str
     removed_by: str = ""  # the ORT step that removed the node ("" when it runs)
     cpu_preferred: bool = False
-    added_by: str = ""  # the ORT step that added the node ("" for the model's own nodes)
+    added_by: str = (
+        ""  # the ORT step that added the node ("" for the model's own nodes)
+    )
     graph: str = ""  # "" for the main graph, "<node>/<attribute>" inside a subgraph
 
 
@@ -52,7 +88,9 @@ class Result:
     copies: list = field(default_factory=list)
 
 
-def optimize(graph: Graph, types: dict, shapes: dict, opsets: dict, has_cpu_kernel) -> None:
+def optimize(
+    graph: Graph, types: dict, shapes: dict, opsets: dict, has_cpu_kernel
+) -> None:
     """Level-1 optimizers on one graph level and its subgraphs, until a round changes nothing."""
     for _ in range(STEPS):
         changed = rules.apply(graph, types, shapes)
@@ -68,14 +106,21 @@ def optimize(graph: Graph, types: dict, shapes: dict, opsets: dict, has_cpu_kern
             optimize(sg, types, shapes, opsets, has_cpu_kernel)
 
 
-def run(work, tgt, opsets: dict, types: dict, shapes: dict, optimized: bool = True) -> Result:
+def run(
+    work, tgt, opsets: dict, types: dict, shapes: dict, optimized: bool = True
+) -> Result:
     """Place every node of `work` (an inlined, uniquely named ModelProto) on `tgt`."""
     graph = build_graph(work.graph)
 
     def has_cpu_kernel(node):
         d = tgt.explain(node.to_proto(), opsets, types)
-        k, _ = tgt.cpu_table.find(node.op_type, node.domain, d.since_version, lambda c: None) \
-            if d.since_version is not None else (None, None)
+        k, _ = (
+            tgt.cpu_table.find(
+                node.op_type, node.domain, d.since_version, lambda c: None
+            )
+            if d.since_version is not None
+            else (None, None)
+        )
         return d.provider is not None and (d.provider == CPU or k is not None)
 
     if optimized:
@@ -85,12 +130,18 @@ def run(work, tgt, opsets: dict, types: dict, shapes: dict, optimized: bool = Tr
     return result
 
 
-def _place(graph: Graph, tgt, opsets, types, result: Result, outer_implicit, label: str) -> None:
+def _place(
+    graph: Graph, tgt, opsets, types, result: Result, outer_implicit, label: str
+) -> None:
     order = graph.topological()
     decisions = {n: tgt.explain(n.to_proto(), opsets, types) for n in graph.nodes}
     preferred: set = set()
     if tgt.is_gpu:
-        tentative = {n: d.target_kernel for n, d in decisions.items() if d.target_lookup and d.target_kernel}
+        tentative = {
+            n: d.target_kernel
+            for n, d in decisions.items()
+            if d.target_lookup and d.target_kernel
+        }
         preferred = fallback_cpu.cpu_preferred(graph, order, tentative, types)
     provider, kernel = {}, {}
     placed = {}
@@ -99,18 +150,42 @@ def _place(graph: Graph, tgt, opsets, types, result: Result, outer_implicit, lab
         prov, reason, k = d.provider, d.reason, d.kernel
         cpu_pref = False
         if node in preferred and d.on_target:
-            ck, _ = tgt.cpu_table.find(node.op_type, node.domain, d.since_version, lambda c: None)
+            ck, _ = tgt.cpu_table.find(
+                node.op_type, node.domain, d.since_version, lambda c: None
+            )
             if ck is not None:
                 prov, k, cpu_pref = CPU, ck, True
-                reason = ("kept on the CPU by ORT's GetCpuPreferredNodes (fallback_cpu_capability.cc): "
-                          "its inputs are CPU-side shape values or small constants")
+                reason = (
+                    "kept on the CPU by ORT's GetCpuPreferredNodes (fallback_cpu_capability.cc): "
+                    "its inputs are CPU-side shape values or small constants"
+                )
         provider[node], kernel[node] = prov, k
-        placed[node.name] = NodeResult(node.name, node.op_type, node.domain, d.since_version, prov, reason,
-                                       cpu_preferred=cpu_pref, added_by=node.origin, graph=label)
+        placed[node.name] = NodeResult(
+            node.name,
+            node.op_type,
+            node.domain,
+            d.since_version,
+            prov,
+            reason,
+            cpu_preferred=cpu_pref,
+            added_by=node.origin,
+            graph=label,
+        )
     for stub, (step, why) in graph.removed.items():
         since = tgt.explain(stub.to_proto(), opsets, types).since_version
-        placed.setdefault(stub.name, NodeResult(stub.name, stub.op_type, stub.domain, since, None, why,
-                                                removed_by=step, graph=label))
+        placed.setdefault(
+            stub.name,
+            NodeResult(
+                stub.name,
+                stub.op_type,
+                stub.domain,
+                since,
+                None,
+                why,
+                removed_by=step,
+                graph=label,
+            ),
+        )
     # report order: the model's order of this level, nodes of subgraphs after their parent
     for node in _model_order(graph):
         r = placed.get(node.name)
@@ -118,11 +193,24 @@ def _place(graph: Graph, tgt, opsets, types, result: Result, outer_implicit, lab
             result.nodes.append(r)
         if node in provider:
             for attr, sg in node.subgraphs:
-                _place(sg, tgt, opsets, types, result, implicit_inputs(node), f"{node.name}/{attr}")
+                _place(
+                    sg,
+                    tgt,
+                    opsets,
+                    types,
+                    result,
+                    implicit_inputs(node),
+                    f"{node.name}/{attr}",
+                )
     if tgt.is_gpu:
-        result.copies.extend(memcpy.copies(graph, provider.get, kernel.get, CPU, outer_implicit))
+        result.copies.extend(
+            memcpy.copies(graph, provider.get, kernel.get, CPU, outer_implicit)
+        )
 
 
 def _model_order(graph: Graph) -> list:
     pos = {name: i for i, name in enumerate(graph.model_order)}
-    return sorted(list(graph.nodes) + list(graph.removed), key=lambda n: (pos.get(n.name, 1 << 30), n.index))
+    return sorted(
+        list(graph.nodes) + list(graph.removed),
+        key=lambda n: (pos.get(n.name, 1 << 30), n.index),
+    )

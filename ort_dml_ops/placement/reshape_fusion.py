@@ -41,7 +41,12 @@ def fuse(graph: Graph, shapes: dict) -> bool:
                 break
             cons = graph.consumers().get(cur.outputs[0], []) if cur.outputs else []
             edges = sum(x == cur.outputs[0] for c in cons for x in c.inputs)
-            if len(cons) != 1 or edges != 1 or cons[0].op_type not in _CHAIN or cons[0].domain != "":
+            if (
+                len(cons) != 1
+                or edges != 1
+                or cons[0].op_type not in _CHAIN
+                or cons[0].domain != ""
+            ):
                 break
             chain.append(cons[0])
         last_shape = shapes.get(chain[-1].outputs[0])
@@ -51,12 +56,26 @@ def fuse(graph: Graph, shapes: dict) -> bool:
         value = np.array(last_shape, dtype=np.int64)
         graph.initializers[shape_name] = Initializer(shape_name, 7, value.shape, value)
         name = _unique(graph, f"{first.name}_new_reshape")
-        proto = onnx.helper.make_node("Reshape", [first.inputs[0], shape_name], [chain[-1].outputs[0]], name=name)
-        node = Node(graph.next_index, name, "Reshape", "", [first.inputs[0], shape_name], [chain[-1].outputs[0]],
-                    proto, origin="ReshapeFusion")
+        proto = onnx.helper.make_node(
+            "Reshape", [first.inputs[0], shape_name], [chain[-1].outputs[0]], name=name
+        )
+        node = Node(
+            graph.next_index,
+            name,
+            "Reshape",
+            "",
+            [first.inputs[0], shape_name],
+            [chain[-1].outputs[0]],
+            proto,
+            origin="ReshapeFusion",
+        )
         graph.next_index += 1
         for c in chain:
-            graph.remove(c, "ReshapeFusion", f"contiguous reshapes fused by ORT's ReshapeFusion into '{name}'")
+            graph.remove(
+                c,
+                "ReshapeFusion",
+                f"contiguous reshapes fused by ORT's ReshapeFusion into '{name}'",
+            )
         graph.add(node)
         changed = True
     return changed

@@ -23,9 +23,21 @@ import numpy as np
 
 from .graph import Graph, Node
 
-_CAST_TYPES = {1: "tensor(float)", 2: "tensor(uint8)", 3: "tensor(int8)", 4: "tensor(uint16)", 5: "tensor(int16)",
-               6: "tensor(int32)", 7: "tensor(int64)", 9: "tensor(bool)", 10: "tensor(float16)",
-               11: "tensor(double)", 12: "tensor(uint32)", 13: "tensor(uint64)", 16: "tensor(bfloat16)"}
+_CAST_TYPES = {
+    1: "tensor(float)",
+    2: "tensor(uint8)",
+    3: "tensor(int8)",
+    4: "tensor(uint16)",
+    5: "tensor(int16)",
+    6: "tensor(int32)",
+    7: "tensor(int64)",
+    9: "tensor(bool)",
+    10: "tensor(float16)",
+    11: "tensor(double)",
+    12: "tensor(uint32)",
+    13: "tensor(uint64)",
+    16: "tensor(bfloat16)",
+}
 
 
 def _removable(graph: Graph, node: Node) -> bool:
@@ -51,8 +63,12 @@ def _can_feed_output(graph: Graph, node: Node, cons: dict) -> bool:
 def _identity_to_output(graph: Graph, node: Node, cons: dict) -> None:
     src, out = node.inputs[0], node.outputs[0]
     prod = graph.producers()[src]
-    graph.remove(node, "EliminateIdentity", "Identity removed by ORT's EliminateIdentity (identity_elimination.cc); "
-                                            "its producer writes the graph output")
+    graph.remove(
+        node,
+        "EliminateIdentity",
+        "Identity removed by ORT's EliminateIdentity (identity_elimination.cc); "
+        "its producer writes the graph output",
+    )
     prod.outputs = [out if o == src else o for o in prod.outputs]
     graph.touch()
 
@@ -62,8 +78,15 @@ def _expand_is_noop(graph: Graph, node: Node, shapes: dict) -> bool:
         return False
     dims = shapes.get(node.inputs[0])
     init = graph.initializer(node.inputs[1])
-    if dims is None or init is None or init.overridable or init.value is None or init.elem_type != 7 \
-            or len(init.dims) != 1 or init.dims[0] <= 0:
+    if (
+        dims is None
+        or init is None
+        or init.overridable
+        or init.value is None
+        or init.elem_type != 7
+        or len(init.dims) != 1
+        or init.dims[0] <= 0
+    ):
         return False
     target = [int(v) for v in init.value.reshape(-1)]
     i, j = len(dims) - 1, len(target) - 1
@@ -91,7 +114,12 @@ def _noop_operand(graph: Graph, node: Node, types: dict, shapes: dict) -> str | 
         if types.get(other) != types.get(node.outputs[0]):
             continue
         oshape, xshape = shapes.get(node.outputs[0]), shapes.get(other)
-        if oshape is None or xshape is None or len(oshape) != len(xshape) or len(init.dims) > len(xshape):
+        if (
+            oshape is None
+            or xshape is None
+            or len(oshape) != len(xshape)
+            or len(init.dims) > len(xshape)
+        ):
             continue
         return other
     return None
@@ -104,36 +132,82 @@ def apply(graph: Graph, types: dict, shapes: dict) -> bool:
     for node in graph.topological():
         if node.domain not in ("", "ai.onnx"):
             continue
-        if not _removable(graph, node) and not (node.op_type == "Identity" and _can_feed_output(graph, node, cons)):
+        if not _removable(graph, node) and not (
+            node.op_type == "Identity" and _can_feed_output(graph, node, cons)
+        ):
             continue
         op = node.op_type
-        if op == "Identity" and node.inputs and node.inputs[0] and not _removable(graph, node):
+        if (
+            op == "Identity"
+            and node.inputs
+            and node.inputs[0]
+            and not _removable(graph, node)
+        ):
             _identity_to_output(graph, node, cons)
             changed = True
             continue
         if op == "Identity" and node.inputs and node.inputs[0]:
-            _bypass(graph, node, node.inputs[0], "EliminateIdentity", "Identity removed by ORT's EliminateIdentity "
-                                                                     "(identity_elimination.cc)")
+            _bypass(
+                graph,
+                node,
+                node.inputs[0],
+                "EliminateIdentity",
+                "Identity removed by ORT's EliminateIdentity (identity_elimination.cc)",
+            )
             changed = True
-        elif op == "Dropout" and node.inputs and (len(node.outputs) < 2 or not node.outputs[1]
-                                                  or not cons.get(node.outputs[1])):
-            _bypass(graph, node, node.inputs[0], "EliminateDropout", "Dropout removed by ORT's EliminateDropout "
-                                                                    "(dropout_elimination.cc)")
+        elif (
+            op == "Dropout"
+            and node.inputs
+            and (
+                len(node.outputs) < 2
+                or not node.outputs[1]
+                or not cons.get(node.outputs[1])
+            )
+        ):
+            _bypass(
+                graph,
+                node,
+                node.inputs[0],
+                "EliminateDropout",
+                "Dropout removed by ORT's EliminateDropout (dropout_elimination.cc)",
+            )
             changed = True
-        elif op == "Cast" and node.inputs and types.get(node.inputs[0]) is not None \
-                and types.get(node.inputs[0]) == _CAST_TYPES.get(node.attr("to")):
-            _bypass(graph, node, node.inputs[0], "CastElimination", "Cast to the type its input already has, "
-                                                                   "removed by ORT's CastElimination")
+        elif (
+            op == "Cast"
+            and node.inputs
+            and types.get(node.inputs[0]) is not None
+            and types.get(node.inputs[0]) == _CAST_TYPES.get(node.attr("to"))
+        ):
+            _bypass(
+                graph,
+                node,
+                node.inputs[0],
+                "CastElimination",
+                "Cast to the type its input already has, "
+                "removed by ORT's CastElimination",
+            )
             changed = True
         elif op == "Expand" and _expand_is_noop(graph, node, shapes):
-            _bypass(graph, node, node.inputs[0], "ExpandElimination", "Expand that does not change its input, "
-                                                                     "removed by ORT's ExpandElimination")
+            _bypass(
+                graph,
+                node,
+                node.inputs[0],
+                "ExpandElimination",
+                "Expand that does not change its input, "
+                "removed by ORT's ExpandElimination",
+            )
             changed = True
         elif op in ("Add", "Sub", "Mul", "Div"):
             src = _noop_operand(graph, node, types, shapes)
             if src is not None:
-                _bypass(graph, node, src, "NoopElimination", f"{op} by a neutral constant, removed by ORT's "
-                                                             "NoopElimination (noop_elimination.cc)")
+                _bypass(
+                    graph,
+                    node,
+                    src,
+                    "NoopElimination",
+                    f"{op} by a neutral constant, removed by ORT's "
+                    "NoopElimination (noop_elimination.cc)",
+                )
                 changed = True
         if changed:
             cons = graph.consumers()

@@ -28,7 +28,11 @@ def _unique_node_name(graph: Graph, base: str) -> str:
 
 
 def _unique_value(graph: Graph, base: str) -> str:
-    used = set(graph.initializers) | set(graph.inputs) | {o for n in graph.nodes for o in n.outputs}
+    used = (
+        set(graph.initializers)
+        | set(graph.inputs)
+        | {o for n in graph.nodes for o in n.outputs}
+    )
     k = 0
     name = base
     while name in used:
@@ -70,12 +74,31 @@ def handle_shape(graph: Graph, types: dict, shapes: dict) -> bool:
         types[new_out] = "tensor(int64)"
         shapes[new_out] = (rank,)
         name = _unique_node_name(graph, "Gather")
-        gproto = onnx.helper.make_node("Gather", [new_out, perm_name], [old_out], axis=0, name=name)
-        graph.add(Node(graph.next_index, name, "Gather", "", [new_out, perm_name], [old_out], gproto,
-                                origin="TransposeOptimizer"))
+        gproto = onnx.helper.make_node(
+            "Gather", [new_out, perm_name], [old_out], axis=0, name=name
+        )
+        graph.add(
+            Node(
+                graph.next_index,
+                name,
+                "Gather",
+                "",
+                [new_out, perm_name],
+                [old_out],
+                gproto,
+                origin="TransposeOptimizer",
+            )
+        )
         graph.next_index += 1
-        if not graph.consumers().get(prod.outputs[0]) and prod.outputs[0] not in graph.outputs:
-            graph.remove(prod, "TransposeOptimizer", "Transpose no longer read once ORT's TransposeOptimizer "
-                                                     "moved it past a Shape")
+        if (
+            not graph.consumers().get(prod.outputs[0])
+            and prod.outputs[0] not in graph.outputs
+        ):
+            graph.remove(
+                prod,
+                "TransposeOptimizer",
+                "Transpose no longer read once ORT's TransposeOptimizer "
+                "moved it past a Shape",
+            )
         changed = True
     return changed

@@ -26,7 +26,9 @@ from pathlib import Path
 import numpy as np
 
 GUEST = Path(__file__).with_name("truth_guest.py")
-_COPY_LOG = re.compile(r"\[I:onnxruntime:truth(\d+),[^\]]*\]\s*Add (Memcpy\w+) (after|before) (.*) for (\w+)\s*$")
+_COPY_LOG = re.compile(
+    r"\[I:onnxruntime:truth(\d+),[^\]]*\]\s*Add (Memcpy\w+) (after|before) (.*) for (\w+)\s*$"
+)
 
 
 def _model_bytes(model) -> bytes:
@@ -55,8 +57,16 @@ def flatten(result: dict) -> dict:
     return out
 
 
-def record(models, provider: str = "dml", *, fusion: bool = True, sessions_per_process: int | None = None,
-           dynamic_dim: int = 2, optimization: str | None = None, use_fallback=None) -> list[dict]:
+def record(
+    models,
+    provider: str = "dml",
+    *,
+    fusion: bool = True,
+    sessions_per_process: int | None = None,
+    dynamic_dim: int = 2,
+    optimization: str | None = None,
+    use_fallback=None,
+) -> list[dict]:
     """Record the truth for each (name, model, inputs-or-None); one dict per model, in order.
 
     `inputs`: {input name: array} (missing inputs get seeded random values with symbolic
@@ -79,11 +89,21 @@ def record(models, provider: str = "dml", *, fusion: bool = True, sessions_per_p
         for i, (name, model, inputs) in enumerate(models):
             mid = f"{i:04d}"
             (folder / f"{mid}.onnx").write_bytes(_model_bytes(model))
-            spec = {"id": mid, "name": name, "model": f"{mid}.onnx", "provider": provider, "config": config,
-                    "dynamic_dim": dynamic_dim, "graph_optimization_level": optimization,
-                    "use_fallback": bool(use_fallback[i]) if use_fallback else False}
+            spec = {
+                "id": mid,
+                "name": name,
+                "model": f"{mid}.onnx",
+                "provider": provider,
+                "config": config,
+                "dynamic_dim": dynamic_dim,
+                "graph_optimization_level": optimization,
+                "use_fallback": bool(use_fallback[i]) if use_fallback else False,
+            }
             if inputs:
-                np.savez(folder / f"{mid}.in.npz", **{k: np.asarray(v) for k, v in inputs.items()})
+                np.savez(
+                    folder / f"{mid}.in.npz",
+                    **{k: np.asarray(v) for k, v in inputs.items()},
+                )
                 spec["inputs"] = f"{mid}.in.npz"
             specs.append(spec)
         pending = specs
@@ -95,7 +115,9 @@ def record(models, provider: str = "dml", *, fusion: bool = True, sessions_per_p
             for line in text.splitlines():
                 m = _COPY_LOG.search(line)
                 if m:
-                    logged.setdefault(m.group(1), []).append({"op_type": m.group(2), "value": m.group(4)})
+                    logged.setdefault(m.group(1), []).append(
+                        {"op_type": m.group(2), "value": m.group(4)}
+                    )
             done = []
             for spec in chunk:
                 p = folder / f"{spec['id']}.truth.json"
@@ -108,8 +130,13 @@ def record(models, provider: str = "dml", *, fusion: bool = True, sessions_per_p
             rest = [s for s in chunk if s["id"] not in done]
             if rest:  # the guest died on rest[0]; retry the others
                 bad = rest[0]
-                results[bad["id"]] = {"name": bad["name"], "ok": False, "stage": "crash",
-                                      "error": f"guest process died:\n{tail}", "nodes": {}}
+                results[bad["id"]] = {
+                    "name": bad["name"],
+                    "ok": False,
+                    "stage": "crash",
+                    "error": f"guest process died:\n{tail}",
+                    "nodes": {},
+                }
                 pending = rest[1:] + pending
     return [results[s["id"]] for s in specs]
 
@@ -118,11 +145,20 @@ def _run(lane: Path, folder: Path, chunk: list) -> str:
     manifest = folder / f"manifest_{chunk[0]['id']}.json"
     manifest.write_text(json.dumps({"models": chunk}))
     env = dict(os.environ)
-    env["DML_LANE_PYTHONPATH"] = str(Path(__file__).resolve().parents[2])  # the working tree, for use_fallback
+    env["DML_LANE_PYTHONPATH"] = str(
+        Path(__file__).resolve().parents[2]
+    )  # the working tree, for use_fallback
     env.setdefault("DML_LANE_TIMEOUT", str(120 + 300 * len(chunk)))
     try:
-        proc = subprocess.run([str(lane / "run.sh"), str(GUEST), str(manifest)], stdin=subprocess.DEVNULL,
-                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env, timeout=7200)
+        proc = subprocess.run(
+            [str(lane / "run.sh"), str(GUEST), str(manifest)],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            env=env,
+            timeout=7200,
+            check=False,
+        )  # a failing guest is read from its result files
         out = proc.stdout
     except subprocess.TimeoutExpired as exc:
         out = exc.stdout or b""

@@ -24,10 +24,20 @@ import time
 import traceback
 
 RECORD_KEY = "session.record_ep_graph_assignment_info"
-_NUMPY = {"tensor(float)": "float32", "tensor(double)": "float64", "tensor(float16)": "float16",
-          "tensor(int8)": "int8", "tensor(int16)": "int16", "tensor(int32)": "int32", "tensor(int64)": "int64",
-          "tensor(uint8)": "uint8", "tensor(uint16)": "uint16", "tensor(uint32)": "uint32",
-          "tensor(uint64)": "uint64", "tensor(bool)": "bool"}
+_NUMPY = {
+    "tensor(float)": "float32",
+    "tensor(double)": "float64",
+    "tensor(float16)": "float16",
+    "tensor(int8)": "int8",
+    "tensor(int16)": "int16",
+    "tensor(int32)": "int32",
+    "tensor(int64)": "int64",
+    "tensor(uint8)": "uint8",
+    "tensor(uint16)": "uint16",
+    "tensor(uint32)": "uint32",
+    "tensor(uint64)": "uint64",
+    "tensor(bool)": "bool",
+}
 
 
 def _feeds(sess, path, dynamic_dim):
@@ -44,7 +54,9 @@ def _feeds(sess, path, dynamic_dim):
         if i.name in given:
             feeds[i.name] = given[i.name]
             continue
-        dims = [d if isinstance(d, int) and d >= 0 else dynamic_dim for d in (i.shape or [])]
+        dims = [
+            d if isinstance(d, int) and d >= 0 else dynamic_dim for d in (i.shape or [])
+        ]
         dtype = np.dtype(_NUMPY[i.type])
         if dtype.kind == "f":
             feeds[i.name] = rng.standard_normal(dims).astype(dtype)
@@ -62,18 +74,33 @@ def _memcpy_nodes(profile_path):
     names = []
     for e in events:
         args = e.get("args") or {}
-        if e.get("cat") == "Node" and str(e.get("name", "")).endswith("_kernel_time") \
-                and str(args.get("op_name", "")).startswith("Memcpy"):
-            names.append({"name": e["name"][: -len("_kernel_time")], "op_type": args["op_name"],
-                          "provider": args.get("provider")})
+        if (
+            e.get("cat") == "Node"
+            and str(e.get("name", "")).endswith("_kernel_time")
+            and str(args.get("op_name", "")).startswith("Memcpy")
+        ):
+            names.append(
+                {
+                    "name": e["name"][: -len("_kernel_time")],
+                    "op_type": args["op_name"],
+                    "provider": args.get("provider"),
+                }
+            )
     return names
 
 
 def record(spec: dict, folder: str) -> dict:
     import onnxruntime as ort
 
-    out = {"id": spec["id"], "name": spec["name"], "ok": False, "stage": "options", "error": None,
-           "ort_version": ort.__version__, "provider": spec["provider"]}
+    out = {
+        "id": spec["id"],
+        "name": spec["name"],
+        "ok": False,
+        "stage": "options",
+        "error": None,
+        "ort_version": ort.__version__,
+        "provider": spec["provider"],
+    }
     t0 = time.perf_counter()
     try:
         so = ort.SessionOptions()
@@ -94,7 +121,9 @@ def record(spec: dict, folder: str) -> dict:
             providers = ["CPUExecutionProvider"]
         out["stage"] = "session"
         path = os.path.join(folder, spec["model"])
-        if spec.get("use_fallback"):  # the project's custom ops: through ort_dml_ops (DML_LANE_PYTHONPATH)
+        if spec.get(
+            "use_fallback"
+        ):  # the project's custom ops: through ort_dml_ops (DML_LANE_PYTHONPATH)
             from ort_dml_ops import InferenceSession
 
             sess = InferenceSession(path, providers=providers, sess_options=so)
@@ -102,12 +131,21 @@ def record(spec: dict, folder: str) -> dict:
             sess = ort.InferenceSession(path, so, providers=providers)
         out["providers"] = list(sess.get_providers())
         out["assignment"] = [
-            {"ep": sg.ep_name, "nodes": [{"name": n.name, "op_type": n.op_type, "domain": n.domain}
-                                         for n in sg.get_nodes()]}
-            for sg in sess.get_provider_graph_assignment_info()]
+            {
+                "ep": sg.ep_name,
+                "nodes": [
+                    {"name": n.name, "op_type": n.op_type, "domain": n.domain}
+                    for n in sg.get_nodes()
+                ],
+            }
+            for sg in sess.get_provider_graph_assignment_info()
+        ]
         out["stage"] = "run"
-        feeds = _feeds(sess, os.path.join(folder, spec["inputs"]) if spec.get("inputs") else None,
-                       int(spec.get("dynamic_dim", 2)))
+        feeds = _feeds(
+            sess,
+            os.path.join(folder, spec["inputs"]) if spec.get("inputs") else None,
+            int(spec.get("dynamic_dim", 2)),
+        )
         sess.run(None, feeds)
         out["memcpy"] = _memcpy_nodes(sess.end_profiling())
         out["ok"] = True

@@ -39,11 +39,25 @@ def _cases():
         model = m.load_model()
         fallback = any(i.domain == DOMAIN for i in model.opset_import)
         cases.append((f"zoo/{m.name}", model, m.inputs(), fallback))
-        cases.append((f"zoo/{m.name}:dml", convert(model, "dml", strategy="auto").model, m.inputs(), False))
+        cases.append(
+            (
+                f"zoo/{m.name}:dml",
+                convert(model, "dml", strategy="auto").model,
+                m.inputs(),
+                False,
+            )
+        )
     for r in _real_models():
         model = r.load()
         cases.append((f"real/{r.name}", model, r.inputs, r.uses_domain_ops))
-        cases.append((f"real/{r.name}:dml", convert(model, "dml", strategy="auto").model, r.inputs, False))
+        cases.append(
+            (
+                f"real/{r.name}:dml",
+                convert(model, "dml", strategy="auto").model,
+                r.inputs,
+                False,
+            )
+        )
     return cases
 
 
@@ -54,8 +68,11 @@ CASES = _cases()
 def truths(lane_ready):
     from ort_dml_ops.placement.truth import record
 
-    results = record([(name, model, feeds) for name, model, feeds, _ in CASES], fusion=False,
-                     use_fallback=[fb for *_, fb in CASES])
+    results = record(
+        [(name, model, feeds) for name, model, feeds, _ in CASES],
+        fusion=False,
+        use_fallback=[fb for *_, fb in CASES],
+    )
     return {name: r for (name, *_), r in zip(CASES, results)}
 
 
@@ -63,7 +80,13 @@ def truths(lane_ready):
 def test_inspect_equals_ort_assignment(name, truths):
     model = next(c[1] for c in CASES if c[0] == name)
     truth = truths[name]
-    assert truth.get("assignment"), f"{name}: no assignment record ({truth.get('stage')}: {truth.get('error')})"
+    assert truth.get("assignment"), (
+        f"{name}: no assignment record ({truth.get('stage')}: {truth.get('error')})"
+    )
     a = compare(name, inspect(model, "dml"), truth)
     assert not a.problems, "\n".join(a.problems)
-    assert a.copies_predicted == a.copies_real, (a.copies_source, truth.get("memcpy"), truth.get("memcpy_logged"))
+    assert a.copies_predicted == a.copies_real, (
+        a.copies_source,
+        truth.get("memcpy"),
+        truth.get("memcpy_logged"),
+    )
