@@ -198,7 +198,7 @@ def _if_model(opset):
 def test_subgraph_nodes_are_listed_under_ort_names_with_their_graph():
     r = inspect(_if_model(17))
     d = {n.name: n for n in r.nodes}
-    assert list(d)[0] == "if" and set(d) == {"if", "cs", "se"}
+    assert next(iter(d)) == "if" and set(d) == {"if", "cs", "se"}
     assert (d["cs"].graph, d["se"].graph) == ("if/then_branch", "if/else_branch")
     assert d["cs"].to_dict()["graph"] == "if/then_branch" and "graph" not in d["if"].to_dict()
     assert d["if"].provider == DML  # DML registers If (a CPU-implemented kernel) at 16
