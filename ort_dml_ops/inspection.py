@@ -226,6 +226,10 @@ def inspect(model, target: str = "dml", *, optimized: bool = True) -> InspectRep
     opsets = opsets_of(proto)
     work = _inline_and_name(proto)
     types, shapes = _value_types(work)
+    if original:  # a fallback kernel's output has its data input's type (one kernel per dtype)
+        for n in work.graph.node:
+            if n.domain == fallback.KERNEL_DOMAIN and n.input and n.output and n.output[0] not in types:
+                types[n.output[0]] = types.get(n.input[0])
     result = pipeline.run(work, tgt, opsets, types, shapes, optimized=optimized)
     report = InspectReport(target=tgt.name, provider=tgt.provider)
     for r in result.nodes:
