@@ -34,36 +34,6 @@ from .load import build_graph
 
 STEPS = 10
 CPU = "CPUExecutionProvider"
-#: Ops whose result is a shape/index value: a CPU node of these costs no copy of real data.
-SHAPE_OPS = frozenset(
-    {
-        "Shape",
-        "Size",
-        "Gather",
-        "Unsqueeze",
-        "Squeeze",
-        "Concat",
-        "Slice",
-        "Cast",
-        "Reshape",
-        "Range",
-        "Equal",
-        "Where",
-        "Mul",
-        "Add",
-        "Sub",
-        "Div",
-        "ConstantOfShape",
-        "Expand",
-        "Max",
-        "Min",
-        "Not",
-        "Less",
-        "Greater",
-        "Flatten",
-        "Identity",
-    }
-)
 
 
 @dataclass
