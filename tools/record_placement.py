@@ -56,8 +56,15 @@ def main(argv=None) -> int:
 
     inputs = None
     if args.inputs:
-        with np.load(args.inputs, allow_pickle=False) as z:
-            inputs = {k: z[k] for k in z.files}
+        try:
+            with np.load(args.inputs, allow_pickle=False) as z:
+                inputs = {k: z[k] for k in z.files}
+        except (OSError, ValueError) as exc:
+            print(
+                f"record_placement: {args.inputs}: not an .npz of arrays ({exc})",
+                file=sys.stderr,
+            )
+            return 2
     base = args.out.resolve().parent if args.out else None
     items, fallback = [], []
     for m in args.models:
