@@ -34,16 +34,14 @@ class NodeReport:
     since_version: int | None
     provider: str | None
     reason: str
-    removed_by: str = (
-        ""  # the ORT step that removed it before partitioning ("" when it runs)
-    )
-    cpu_preferred: bool = (
-        False  # on the CPU by GetCpuPreferredNodes, although the GPU EP has a kernel
-    )
-    added_by: str = ""  # the ORT step that added it ("" for the model's own nodes)
-    graph: str = (
-        ""  # "" for the main graph, "<node>/<attribute>" for a node of a subgraph
-    )
+    # the ORT step that removed it before partitioning ("" when it runs)
+    removed_by: str = ""
+    # on the CPU by GetCpuPreferredNodes, although the GPU EP has a kernel
+    cpu_preferred: bool = False
+    # the ORT step that added it ("" for the model's own nodes)
+    added_by: str = ""
+    # "" for the main graph, "<node>/<attribute>" for a node of a subgraph
+    graph: str = ""
 
     @property
     def folded(self) -> bool:
@@ -226,9 +224,16 @@ def inspect(model, target: str = "dml", *, optimized: bool = True) -> InspectRep
     opsets = opsets_of(proto)
     work = _inline_and_name(proto)
     types, shapes = _value_types(work)
-    if original:  # a fallback kernel's output has its data input's type (one kernel per dtype)
+    if (
+        original
+    ):  # a fallback kernel's output has its data input's type (one kernel per dtype)
         for n in work.graph.node:
-            if n.domain == fallback.KERNEL_DOMAIN and n.input and n.output and n.output[0] not in types:
+            if (
+                n.domain == fallback.KERNEL_DOMAIN
+                and n.input
+                and n.output
+                and n.output[0] not in types
+            ):
                 types[n.output[0]] = types.get(n.input[0])
     result = pipeline.run(work, tgt, opsets, types, shapes, optimized=optimized)
     report = InspectReport(target=tgt.name, provider=tgt.provider)

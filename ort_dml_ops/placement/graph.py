@@ -22,9 +22,8 @@ class Initializer:
     elem_type: int
     dims: tuple
     value: np.ndarray | None = None  # None: not read (large, or external data)
-    overridable: bool = (
-        False  # also a graph input: not a constant (ORT: overridable initializer)
-    )
+    # also a graph input: not a constant (ORT: an overridable initializer)
+    overridable: bool = False
 
     @property
     def numel(self) -> int:
@@ -83,10 +82,13 @@ class Graph:
         self.parent = parent
         self.next_index = max((n.index for n in self.nodes), default=-1) + 1
         self.removed: dict = {}  # node -> (ORT step, reason)
-        self.version = (
-            0  # bumped on every edit (the topological order is cached per version)
-        )
+        # bumped on every edit: the topological order is cached per version
+        self.version = 0
         self._topo = (-1, [])
+        # Graph::name_generator_ and the names it generated (GenerateNodeName/GenerateNodeArgName)
+        self._name_counter = 0
+        self._generated_nodes: set = set()
+        self._generated_values: set = set()
 
     # -- lookups -------------------------------------------------------------------------------
     def producers(self) -> dict:
@@ -114,6 +116,28 @@ class Graph:
         """graph_utils::IsConstantInitializer: an initializer that no feed can override."""
         init = self.initializer(name)
         return init is not None and not init.overridable
+
+    # -- names ORT generates (Graph::GenerateNodeName / GenerateNodeArgName, graph.cc) ------------
+    def generate_node_name(self, base: str) -> str:
+        """`base` if no live node and no earlier generated name has it, else `base_token_<n>` with
+        the graph's one counter (shared with value names)."""
+        taken = {n.name for n in self.nodes} | self._generated_nodes
+        return self._generate(base, taken, self._generated_nodes)
+
+    def generate_value_name(self, base: str) -> str:
+        taken = set(self.initializers) | set(self.inputs) | self._generated_values
+        for n in list(self.nodes) + list(self.removed):
+            taken.update(n.inputs)
+            taken.update(n.outputs)
+        return self._generate(base, taken, self._generated_values)
+
+    def _generate(self, base: str, taken: set, generated: set) -> str:
+        name = base
+        while name in taken:
+            name = f"{base}_token_{self._name_counter}"
+            self._name_counter += 1
+        generated.add(name)
+        return name
 
     # -- edits ---------------------------------------------------------------------------------
     def touch(self) -> None:

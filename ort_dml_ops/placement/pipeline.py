@@ -46,9 +46,8 @@ class NodeResult:
     reason: str
     removed_by: str = ""  # the ORT step that removed the node ("" when it runs)
     cpu_preferred: bool = False
-    added_by: str = (
-        ""  # the ORT step that added the node ("" for the model's own nodes)
-    )
+    # the ORT step that added the node ("" for the model's own nodes)
+    added_by: str = ""
     graph: str = ""  # "" for the main graph, "<node>/<attribute>" inside a subgraph
 
 

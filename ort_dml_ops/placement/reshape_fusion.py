@@ -18,17 +18,6 @@ from .graph import Graph, Initializer, Node
 _CHAIN = ("Reshape", "Squeeze", "Unsqueeze")
 
 
-def _unique(graph: Graph, base: str) -> str:
-    names = {n.name for n in graph.nodes} | {n.name for n in graph.removed}
-    if base not in names:
-        return base
-    k = getattr(graph, "name_counter", 0)
-    while f"{base}_token_{k}" in names:
-        k += 1
-    graph.name_counter = k + 1
-    return f"{base}_token_{k}"
-
-
 def fuse(graph: Graph, shapes: dict) -> bool:
     changed = False
     for first in graph.topological():
@@ -52,10 +41,10 @@ def fuse(graph: Graph, shapes: dict) -> bool:
         last_shape = shapes.get(chain[-1].outputs[0])
         if len(chain) < 2 or last_shape is None or any(d is None for d in last_shape):
             continue
-        shape_name = f"{first.name}_new_shape"
+        shape_name = graph.generate_value_name(f"{first.name}_new_shape")
         value = np.array(last_shape, dtype=np.int64)
         graph.initializers[shape_name] = Initializer(shape_name, 7, value.shape, value)
-        name = _unique(graph, f"{first.name}_new_reshape")
+        name = graph.generate_node_name(f"{first.name}_new_reshape")
         proto = onnx.helper.make_node(
             "Reshape", [first.inputs[0], shape_name], [chain[-1].outputs[0]], name=name
         )

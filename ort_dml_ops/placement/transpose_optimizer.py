@@ -3,7 +3,8 @@
 Mirrors ``core/optimizer/transpose_optimization/onnx_transpose_optimization.cc`` ``HandleShape``:
 ``Shape(Transpose(x, perm))`` becomes ``Gather(Shape(x), perm[start:end], axis=0)``: the Shape node
 keeps its name, reads ``x`` and loses its start/end; ORT adds the Gather, named by
-``Graph::GenerateNodeName("Gather")`` (``Gather``, then ``Gather_token_<n>``); the Transpose goes
+``Graph::GenerateNodeName("Gather")`` (``Gather``, then ``Gather_token_<n>``, the counter shared
+with the names of the constants it adds, ``const_transpose_optimizer``...); the Transpose goes
 when nothing else reads it. Not modelled: pushing Transposes through other ops (Slice, Squeeze,
 elementwise ops...), which the optimizer does when its cost estimate says so.
 """
@@ -14,31 +15,6 @@ import numpy as np
 import onnx
 
 from .graph import Graph, Initializer, Node
-
-
-def _unique_node_name(graph: Graph, base: str) -> str:
-    names = {n.name for n in graph.nodes} | {n.name for n in graph.removed}
-    if base not in names:
-        return base
-    k = getattr(graph, "name_counter", 0)
-    while f"{base}_token_{k}" in names:
-        k += 1
-    graph.name_counter = k + 1
-    return f"{base}_token_{k}"
-
-
-def _unique_value(graph: Graph, base: str) -> str:
-    used = (
-        set(graph.initializers)
-        | set(graph.inputs)
-        | {o for n in graph.nodes for o in n.outputs}
-    )
-    k = 0
-    name = base
-    while name in used:
-        name = f"{base}_token_{k}"
-        k += 1
-    return name
 
 
 def handle_shape(graph: Graph, types: dict, shapes: dict) -> bool:
@@ -57,10 +33,10 @@ def handle_shape(graph: Graph, types: dict, shapes: dict) -> bool:
         start = min(max(start + rank if start < 0 else start, 0), rank)
         end = min(max(end + rank if end < 0 else end, 0), rank)
         sliced = np.array(perm[start:end], dtype=np.int64)
-        perm_name = _unique_value(graph, f"{node.name}_perm")
+        perm_name = graph.generate_value_name("const_transpose_optimizer")
         graph.initializers[perm_name] = Initializer(perm_name, 7, sliced.shape, sliced)
         old_out = node.outputs[0]
-        new_out = _unique_value(graph, f"{old_out}_shape")
+        new_out = graph.generate_value_name(f"{old_out}_shape")
         x = prod.inputs[0]
         proto = onnx.NodeProto()
         proto.CopyFrom(node.proto)
@@ -73,7 +49,7 @@ def handle_shape(graph: Graph, types: dict, shapes: dict) -> bool:
         graph.touch()
         types[new_out] = "tensor(int64)"
         shapes[new_out] = (rank,)
-        name = _unique_node_name(graph, "Gather")
+        name = graph.generate_node_name("Gather")
         gproto = onnx.helper.make_node(
             "Gather", [new_out, perm_name], [old_out], axis=0, name=name
         )
