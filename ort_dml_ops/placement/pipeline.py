@@ -67,7 +67,7 @@ def optimize(
         changed |= cse.eliminate(graph)
         changed |= folding.fold(graph, types, shapes, opsets, has_cpu_kernel)
         changed |= reshape_fusion.fuse(graph, shapes)
-        changed |= transpose_optimizer.handle_shape(graph, types, shapes)
+        changed |= transpose_optimizer.optimize(graph, types, shapes)
         if not changed:
             break
     for node in graph.nodes:
