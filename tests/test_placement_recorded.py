@@ -1,11 +1,14 @@
 """inspect's modelled DML placement of small real exports, pinned against recorded truth.
 
-tests/data/placement/truth.json holds what onnxruntime-directml 1.24.4 itself recorded on the DML
+tests/data/placement/truth*.json hold what onnxruntime-directml 1.24.4 itself recorded on the DML
 lane (tools/record_placement.py: `get_provider_graph_assignment_info()` and the Memcpy nodes of
-a profiled run) for the models beside it: tiny random-weight XLM-R exports by torch.onnx
-(TorchScript and dynamo; tools/export_placement_fixtures.py) and the zoo's unconverted models.
+a profiled run) for the models beside them: tiny random-weight XLM-R exports by torch.onnx
+(TorchScript and dynamo; tools/export_placement_fixtures.py), two dynamo exports copied from the
+real-export corpus (models/real/: torch_geometric's GCNConv, where ORT's TransposeOptimizer adds a
+`Gather`, and a Mixtral-style MoE router, where it adds 8 `Transpose`s) and the zoo's unconverted
+models.
 The test needs no Wine: a change to the placement model that moves a node or a copy shows here.
-Re-record on the lane after a deliberate change: `python tools/record_placement.py ...` (see the
+Re-record on the lane after a deliberate change: `python tools/record_placement.py ...` (each
 file's "how" entry).
 """
 
@@ -20,7 +23,9 @@ from ort_dml_ops import inspect, zoo
 from ort_dml_ops.placement.compare import compare
 
 DATA = Path(__file__).parent / "data" / "placement"
-RECORDED = json.loads((DATA / "truth.json").read_text())
+RECORDED = {"models": {}}
+for _path in sorted(DATA.glob("truth*.json")):
+    RECORDED["models"].update(json.loads(_path.read_text())["models"])
 
 
 def _model(name: str):
