@@ -10,16 +10,20 @@ from __future__ import annotations
 
 import json
 import os
+import textwrap
 from dataclasses import dataclass, field
 
 import onnx
 
+from . import fallback
 from .errors import UserError
 from .modelio import check_defined_inputs, load_model
 from .targets import get_target, opsets_of, type_string
-from .targets import partition
 
 _GRAPH, _GRAPHS = onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS
+CPU = "CPUExecutionProvider"
+#: the op families the project moves to the GPU (named in the headline when they stay on the CPU)
+FAMILY = frozenset({"CumSum", "CumProd", "ScatterElements", "ScatterND", "Scatter"})
 
 
 @dataclass
@@ -30,10 +34,37 @@ class NodeReport:
     since_version: int | None
     provider: str | None
     reason: str
+    # the ORT step that removed it before partitioning ("" when it runs)
+    removed_by: str = ""
+    # on the CPU by GetCpuPreferredNodes, although the GPU EP has a kernel
+    cpu_preferred: bool = False
+    # the ORT step that added it ("" for the model's own nodes)
+    added_by: str = ""
+    # "" for the main graph, "<node>/<attribute>" for a node of a subgraph
+    graph: str = ""
+
+    @property
+    def folded(self) -> bool:
+        return self.provider is None and bool(self.removed_by)
 
     def to_dict(self) -> dict:
-        return {"name": self.name, "op_type": self.op_type, "domain": self.domain,
-                "since_version": self.since_version, "provider": self.provider, "reason": self.reason}
+        d = {
+            "name": self.name,
+            "op_type": self.op_type,
+            "domain": self.domain,
+            "since_version": self.since_version,
+            "provider": self.provider,
+            "reason": self.reason,
+        }
+        if self.removed_by:
+            d["removed_by"] = self.removed_by
+        if self.cpu_preferred:
+            d["cpu_preferred"] = True
+        if self.added_by:
+            d["added_by"] = self.added_by
+        if self.graph:
+            d["graph"] = self.graph
+        return d
 
 
 @dataclass
@@ -43,125 +74,203 @@ class InspectReport:
     nodes: list = field(default_factory=list)
     copies: int = 0
     tables: dict = field(default_factory=dict)
+    copy_nodes: list = field(
+        default_factory=list
+    )  # placement.memcpy.Copy, in ORT's insertion order
 
     @property
     def summary(self) -> dict:
-        gpu = sum(1 for n in self.nodes if n.provider is not None and n.provider != "CPUExecutionProvider")
-        cpu = sum(1 for n in self.nodes if n.provider == "CPUExecutionProvider")
+        gpu = sum(1 for n in self.nodes if n.provider is not None and n.provider != CPU)
+        cpu = sum(1 for n in self.nodes if n.provider == CPU)
         return {"gpu_nodes": gpu, "cpu_nodes": cpu, "copies": self.copies}
+
+    @property
+    def counts(self) -> dict:
+        """What the summary does not say: CPU nodes that only compute shapes, nodes ORT removes
+        before running (Constant, folded, eliminated, fused), nodes no EP has a kernel for."""
+        return {
+            "cpu_shape_nodes": sum(
+                1 for n in self.nodes if n.provider == CPU and n.cpu_preferred
+            ),
+            "removed_nodes": sum(1 for n in self.nodes if n.removed_by),
+            "failing_nodes": sum(
+                1 for n in self.nodes if n.provider is None and not n.removed_by
+            ),
+        }
 
     def placement(self) -> dict:
         """{node name: provider} — the shape of the DML lane's CaseResult.placement."""
         return {n.name: n.provider for n in self.nodes}
 
     def to_dict(self) -> dict:
-        return {"target": self.target, "nodes": [n.to_dict() for n in self.nodes], "summary": self.summary}
+        return {
+            "target": self.target,
+            "nodes": [n.to_dict() for n in self.nodes],
+            "summary": self.summary,
+            "counts": self.counts,
+            "copy_nodes": [
+                {"op_type": c.op_type, "value": c.value} for c in self.copy_nodes
+            ],
+        }
 
     def to_json(self, indent: int | None = 2) -> str:
         return json.dumps(self.to_dict(), indent=indent)
 
-    def to_text(self) -> str:
+    def headline(self) -> str:
+        """One line: where the nodes run, what ORT removed, the copies, family nodes off the GPU."""
+        s = {**self.summary, **self.counts}
+        text = f"{self.target} ({self.provider}): {s['gpu_nodes']} nodes on the GPU, {s['cpu_nodes']} on the CPU"
+        if s["cpu_nodes"] and self.provider != CPU:
+            text += f" ({s['cpu_nodes'] - s['cpu_shape_nodes']} compute, {s['cpu_shape_nodes']} shape-only)"
+        text += f", {s['removed_nodes']} removed by ORT before running (Constant, folded, eliminated)"
+        text += f", {s['copies']} cop{'y' if s['copies'] == 1 else 'ies'}"
+        if s["failing_nodes"]:
+            text += f"; {s['failing_nodes']} with no kernel: session creation fails"
+        family = [
+            n
+            for n in self.nodes
+            if n.op_type in FAMILY and n.provider == CPU and self.provider != CPU
+        ]
+        if family:
+            text += "; family nodes on the CPU: " + "; ".join(
+                f"{n.name} ({n.op_type}): {n.reason}" for n in family
+            )
+        return text
+
+    def to_text(self, all_nodes: bool = False) -> str:
+        """The headline, then the nodes that leave the target (every node with `all_nodes`)."""
+        lines = [self.headline()]
+        if all_nodes:
+            lines += ["", *self._table(self.nodes)]
+            return "\n".join(lines)
+        if self.provider == CPU:
+            return "\n".join(lines)
+        compute = [n for n in self.nodes if n.provider == CPU and not n.cpu_preferred]
+        shape = [n for n in self.nodes if n.provider == CPU and n.cpu_preferred]
+        failing = [n for n in self.nodes if n.provider is None and not n.removed_by]
+        for title, group in (
+            ("no kernel anywhere (session creation fails):", failing),
+            (
+                "compute nodes on the CPU (their data crosses between device and host):",
+                compute,
+            ),
+        ):
+            if group:
+                lines += ["", title, *self._table(group)]
+        if shape:
+            title = (
+                f"shape-only nodes on the CPU ({len(shape)}): ORT's GetCpuPreferredNodes keeps small shape "
+                "computations there; they cost no copy of real data:"
+            )
+            lines += [
+                "",
+                title,
+                *textwrap.wrap(
+                    ", ".join(n.name for n in shape),
+                    100,
+                    initial_indent="  ",
+                    subsequent_indent="  ",
+                ),
+            ]
+        lines += ["", "(--all lists every node, including those ORT removes)"]
+        return "\n".join(lines)
+
+    def _table(self, nodes) -> list:
         rows = [("NODE", "OP", "SINCE", "PROVIDER", "REASON")]
-        for n in self.nodes:
+        for n in nodes:
             op = n.op_type if not n.domain else f"{n.domain}::{n.op_type}"
-            prov = n.provider or "(none)"
-            reason = n.reason if (n.provider != self.provider or n.provider is None) else ""
-            rows.append((n.name, op, "-" if n.since_version is None else str(n.since_version), prov, reason))
+            prov = n.provider or ("(removed)" if n.removed_by else "(none)")
+            reason = (
+                n.reason if (n.provider != self.provider or n.provider is None) else ""
+            )
+            rows.append(
+                (
+                    n.name,
+                    op,
+                    "-" if n.since_version is None else str(n.since_version),
+                    prov,
+                    reason,
+                )
+            )
         w = [min(max(len(r[i]) for r in rows), 48) for i in range(4)]
-        lines = ["  ".join(c.ljust(w[i]) if i < 4 else c for i, c in enumerate(r)).rstrip() for r in rows]
-        s = self.summary
-        folded = sum(1 for n in self.nodes if n.provider is None and n.reason.startswith("constant-folded"))
-        none = sum(1 for n in self.nodes if n.provider is None) - folded
-        tail = f"target {self.target} ({self.provider}): {s['gpu_nodes']} GPU nodes, {s['cpu_nodes']} CPU nodes, " \
-               f"{s['copies']} copies"
-        if folded:
-            tail += f", {folded} constant-folded"
-        if none:
-            tail += f", {none} with no kernel (session creation would fail)"
-        return "\n".join(lines + ["", tail])
+        return [
+            "  ".join(c.ljust(w[i]) if i < 4 else c for i, c in enumerate(r)).rstrip()
+            for r in rows
+        ]
 
 
 def inspect(model, target: str = "dml", *, optimized: bool = True) -> InspectReport:
     """Predict, node by node, where ONNX Runtime runs `model` (ModelProto, path or bytes) on `target`.
 
-    `optimized=True` models ORT's default session options (graph optimizations on: constant
-    folding removes nodes); `optimized=False` models graph_optimization_level=ORT_DISABLE_ALL.
+    `optimized=True` models ORT's default session options (level-1 optimizers on: Constant
+    nodes, eliminated and folded nodes do not run); `optimized=False` models
+    graph_optimization_level=ORT_DISABLE_ALL. The steps are ``ort_dml_ops.placement``.
     """
-    proto = load_model(model, load_external_data=False)  # placement needs shapes, not weights
-    check_defined_inputs(proto, str(model) if isinstance(model, (str, os.PathLike)) else "")
+    from .placement import pipeline
+
+    proto = load_model(
+        model, load_external_data=False
+    )  # placement needs shapes, not weights
+    check_defined_inputs(
+        proto, str(model) if isinstance(model, (str, os.PathLike)) else ""
+    )
     tgt = get_target(target)
+    original = {}
+    if fallback.uses_fallback(proto):
+        # The only way to run such a model is ort_dml_ops.InferenceSession, which hands ORT this
+        # rewrite (per-dtype fallback kernels, float16 carried as float32 through added Casts).
+        original = {n.name: n for n in _main_nodes(proto) if n.name}
+        proto = fallback.prepare(proto)
     opsets = opsets_of(proto)
     work = _inline_and_name(proto)
-    types, static = _value_types(work)
-
-    def value_type(name):
-        return types.get(name)
-
+    types, shapes = _value_types(work)
+    if (
+        original
+    ):  # a fallback kernel's output has its data input's type (one kernel per dtype)
+        for n in work.graph.node:
+            if (
+                n.domain == fallback.KERNEL_DOMAIN
+                and n.input
+                and n.output
+                and n.output[0] not in types
+            ):
+                types[n.output[0]] = types.get(n.input[0])
+    result = pipeline.run(work, tgt, opsets, types, shapes, optimized=optimized)
     report = InspectReport(target=tgt.name, provider=tgt.provider)
-    report.copies = _walk(work.graph, tgt, opsets, types, static if optimized else None, value_type, report,
-                          implicit=())
+    for r in result.nodes:
+        op, domain, reason, added = r.op_type, r.domain, r.reason, r.added_by
+        if original and r.domain == fallback.KERNEL_DOMAIN and r.name in original:
+            op, domain = original[r.name].op_type, original[r.name].domain
+            reason = (
+                "custom op: runs on the CPU EP as the project's Python fallback kernel"
+            )
+        elif original and not r.graph and r.name not in original and not added:
+            added = "ort_dml_ops.InferenceSession (fallback rewrite)"
+        report.nodes.append(
+            NodeReport(
+                r.name,
+                op,
+                domain,
+                r.since_version,
+                r.provider,
+                reason,
+                removed_by=r.removed_by,
+                cpu_preferred=r.cpu_preferred,
+                added_by=added,
+                graph=r.graph,
+            )
+        )
+    report.copy_nodes = list(result.copies)
+    report.copies = len(result.copies)
     return report
 
 
-# -- walking ---------------------------------------------------------------------------------
-
-def _walk(graph, tgt, opsets, types, static, value_type, report, implicit) -> int:
-    nodes = list(graph.node)
-    decisions = [tgt.explain(n, opsets, types) for n in nodes]
-    inits = {t.name: _numel(t) for t in graph.initializer}
-    ginputs = {i.name for i in graph.input}
-    folded = set() if static is None else \
-        partition.constant_folded(nodes, decisions, inits, ginputs, lambda n: static.get(n, False))
-    preferred = partition.cpu_preferred(nodes, decisions, inits, ginputs, value_type) if tgt.is_gpu and tgt.cpu_preferred else set()
-    providers, used = [], []
-    copies = 0
-    for i, (node, d) in enumerate(zip(nodes, decisions)):
-        prov, reason, kern = d.provider, d.reason, d.kernel
-        if i in folded:
-            prov, kern = None, "folded"
-            reason = ("constant-folded at session creation (ORT ConstantFolding: all inputs are constant "
-                      "initializers); the node does not run")
-        elif i in preferred and d.on_target:
-            cpu_k, _ = tgt.cpu_table.find(node.op_type, node.domain if node.domain != "ai.onnx" else "",
-                                          d.since_version, lambda c: None)
-            if cpu_k is not None:
-                prov, kern = "CPUExecutionProvider", cpu_k
-                reason = ("kept on the CPU by ORT's GetCpuPreferredNodes (fallback_cpu_capability.cc): "
-                          "it only computes CPU-side shape values")
-        providers.append(prov)
-        used.append(kern)
-        report.nodes.append(NodeReport(node.name, node.op_type, node.domain, d.since_version, prov, reason))
-        for a in node.attribute:
-            subs = [a.g] if a.type == _GRAPH else list(a.graphs) if a.type == _GRAPHS else []
-            for g in subs:
-                copies += _walk(g, tgt, opsets, types, static, value_type, report, _implicit_inputs(g))
-    if tgt.is_gpu:
-        copies += partition.count_copies(nodes, providers, used, tgt.provider,
-                                         [i.name for i in graph.input], implicit)
-    return copies
-
-
-def _implicit_inputs(g) -> list:
-    defined = {i.name for i in g.input} | {t.name for t in g.initializer}
-    out = []
-    seen = set()
-    for n in g.node:
-        for x in n.input:
-            if x and x not in defined and x not in seen:
-                seen.add(x)
-                out.append(x)
-        defined.update(n.output)
-    return out
-
-
-def _numel(t) -> int:
-    n = 1
-    for d in t.dims:
-        n *= d
-    return n
+def _main_nodes(proto):
+    return list(proto.graph.node)
 
 
 # -- preparation: inline model-local functions, give every node an unambiguous name ------------
+
 
 def _inline_and_name(proto: onnx.ModelProto) -> onnx.ModelProto:
     funcs = {(f.domain, f.name): f for f in proto.functions}
@@ -192,10 +301,12 @@ def _prepare_graph(graph, prefix: str, funcs: dict) -> None:
     for node in graph.node:
         for a in node.attribute:
             if a.type == _GRAPH:
-                _prepare_graph(a.g, f"{node.name}/{a.name}/", funcs)
+                _prepare_graph(
+                    a.g, "", funcs
+                )  # ORT names subgraph nodes as the model does
             elif a.type == _GRAPHS:
                 for j, g in enumerate(a.graphs):
-                    _prepare_graph(g, f"{node.name}/{a.name}[{j}]/", funcs)
+                    _prepare_graph(g, "", funcs)
 
 
 def _expand(call, name: str, funcs: dict, depth: int) -> list:
@@ -242,11 +353,13 @@ def _expand(call, name: str, funcs: dict, depth: int) -> list:
 
 def _value_types(work: onnx.ModelProto):
     try:
-        inferred = onnx.shape_inference.infer_shapes(work, check_type=False, strict_mode=False)
-    except Exception:  # custom domains or a malformed node: use the types the model states
+        inferred = onnx.shape_inference.infer_shapes(
+            work, check_type=False, strict_mode=False
+        )
+    except Exception:  # noqa: BLE001 - custom domains or a malformed node: use the types the model states
         inferred = work
     types: dict = {}
-    static: dict = {}
+    dims: dict = {}
 
     def visit(g):
         for vi in list(g.input) + list(g.output) + list(g.value_info):
@@ -255,10 +368,13 @@ def _value_types(work: onnx.ModelProto):
                 types[vi.name] = t
             tt = vi.type.tensor_type
             if vi.type.HasField("tensor_type") and tt.HasField("shape"):
-                static[vi.name] = all(d.HasField("dim_value") for d in tt.shape.dim)
+                dims[vi.name] = tuple(
+                    d.dim_value if d.HasField("dim_value") else None
+                    for d in tt.shape.dim
+                )
         for init in g.initializer:
             types.setdefault(init.name, type_string(init.data_type))
-            static[init.name] = True
+            dims[init.name] = tuple(int(d) for d in init.dims)
         for n in g.node:
             if n.op_type == "Constant" and n.domain in ("", "ai.onnx"):
                 for a in n.attribute:
@@ -272,4 +388,4 @@ def _value_types(work: onnx.ModelProto):
                         visit(sg)
 
     visit(inferred.graph)
-    return types, static
+    return types, dims

@@ -195,13 +195,15 @@ def _if_model(opset):
                     opset, [h.make_tensor("ax", T.INT64, [], [0])])
 
 
-def test_subgraph_nodes_are_listed_with_unambiguous_names():
+def test_subgraph_nodes_are_listed_under_ort_names_with_their_graph():
     r = inspect(_if_model(17))
     d = {n.name: n for n in r.nodes}
-    assert list(d)[0] == "if" and set(d) == {"if", "if/then_branch/cs", "if/else_branch/se"}
+    assert next(iter(d)) == "if" and set(d) == {"if", "cs", "se"}
+    assert (d["cs"].graph, d["se"].graph) == ("if/then_branch", "if/else_branch")
+    assert d["cs"].to_dict()["graph"] == "if/then_branch" and "graph" not in d["if"].to_dict()
     assert d["if"].provider == DML  # DML registers If (a CPU-implemented kernel) at 16
-    assert d["if/then_branch/cs"].provider == DML
-    assert d["if/else_branch/se"].provider == CPU
+    assert d["cs"].provider == DML
+    assert d["se"].provider == CPU
     assert all(n.provider == CPU for n in inspect(_if_model(17), target="cpu").nodes)
 
 
@@ -215,7 +217,7 @@ def test_loop_body_nodes_listed():
     r = inspect(m)
     d = {n.name: n.provider for n in r.nodes}
     assert d["loop"] == CPU  # the DML EP registers no Loop
-    assert d["loop/body/add"] == DML
+    assert d["add"] == DML
 
 
 @pytest.mark.parametrize("opset", [22, 23, 24, 25])
@@ -300,12 +302,17 @@ def test_placement_api():
 def test_to_dict_format_and_text():
     r = inspect(scatter_model("ScatterElements", 16, "add"))
     d = r.to_dict()
-    assert set(d) == {"target", "nodes", "summary"} and d["target"] == "dml"
+    assert set(d) == {"target", "nodes", "summary", "counts", "copy_nodes"} and d["target"] == "dml"
     assert set(d["nodes"][0]) == {"name", "op_type", "domain", "since_version", "provider", "reason"}
     assert set(d["summary"]) == {"gpu_nodes", "cpu_nodes", "copies"}
+    assert set(d["counts"]) == {"cpu_shape_nodes", "removed_nodes", "failing_nodes"}
+    assert len(d["copy_nodes"]) == d["summary"]["copies"]
     json.dumps(d)
     text = r.to_text()
-    assert "QueryScatter" in text and "CPU nodes" in text
+    first = text.splitlines()[0]
+    assert first.startswith("dml (DmlExecutionProvider): ") and "1 on the CPU (1 compute, 0 shape-only)" in first
+    assert "family nodes on the CPU: scatter (ScatterElements): support query: QueryScatter" in first
+    assert "compute nodes on the CPU" in text and "(removed)" not in text
 
 
 def _main(argv):

@@ -54,9 +54,9 @@ Rules (what mirrors what):
   CPU EP (custom ops), ``target.py``.
 * float16 nodes the CPU EP only has float kernels for: CPU through inserted Casts
   (``core/optimizer/insert_cast_transformer.cc``), ``target.py``.
-* graph-level rules — ``GetCpuPreferredNodes`` (``core/framework/fallback_cpu_capability.cc``),
-  constant folding (``core/optimizer/constant_folding.cc``) and Memcpy insertion
-  (``core/optimizer/transformer_memcpy.cc``): ``partition.py``.
+* graph-level steps — loading, the level-1 optimizers, ``GetCpuPreferredNodes``
+  (``core/framework/fallback_cpu_capability.cc``) and Memcpy insertion
+  (``core/optimizer/transformer_memcpy.cc``): ``ort_dml_ops.placement``.
 """
 
 from __future__ import annotations

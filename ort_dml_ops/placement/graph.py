@@ -1,0 +1,237 @@
+"""A small mutable graph, the shape ONNX Runtime's ``Graph`` gives a model once it is loaded.
+
+Only what placement needs: nodes (name, op, domain, inputs, outputs, attributes, subgraphs) with
+ORT's node indices, initializers (with values where they are small enough to matter), graph
+inputs and outputs, and ORT's default topological order (``GraphViewer``: a reverse DFS from
+the leaf nodes, inputs visited in node-index order; ``core/graph/graph_viewer.cc`` and
+``Graph::ReverseDFSFrom`` in ``core/graph/graph.cc``), which decides which of two equal nodes
+common-subexpression elimination keeps and in which order the CPU-preferred pass looks at nodes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import onnx
+
+
+@dataclass
+class Initializer:
+    name: str
+    elem_type: int
+    dims: tuple
+    value: np.ndarray | None = None  # None: not read (large, or external data)
+    # also a graph input: not a constant (ORT: an overridable initializer)
+    overridable: bool = False
+
+    @property
+    def numel(self) -> int:
+        n = 1
+        for d in self.dims:
+            n *= int(d)
+        return n
+
+
+@dataclass(eq=False)
+class Node:
+    index: int
+    name: str
+    op_type: str
+    domain: str
+    inputs: list
+    outputs: list
+    proto: (
+        onnx.NodeProto
+    )  # attributes (inputs/outputs of the proto are not kept in step)
+    subgraphs: list = field(default_factory=list)  # [(attribute label, Graph)]
+    origin: str = ""  # which ORT step added the node ("" for a node of the model)
+    dead: bool = False  # removed from its graph
+
+    def to_proto(self) -> onnx.NodeProto:
+        p = onnx.NodeProto()
+        p.CopyFrom(self.proto)
+        del p.input[:]
+        del p.output[:]
+        p.input.extend(self.inputs)
+        p.output.extend(self.outputs)
+        p.name = self.name
+        return p
+
+    def attr(self, name, default=None):
+        for a in self.proto.attribute:
+            if a.name == name:
+                v = onnx.helper.get_attribute_value(a)
+                return v.decode() if isinstance(v, bytes) else v
+        return default
+
+
+class Graph:
+    def __init__(
+        self,
+        nodes,
+        initializers: dict,
+        inputs: list,
+        outputs: list,
+        parent: Graph | None = None,
+    ):
+        self.nodes: list = list(nodes)
+        self.initializers: dict = dict(initializers)
+        self.inputs: list = list(inputs)  # graph inputs that are not initializers
+        self.outputs: list = list(outputs)
+        self.parent = parent
+        self.next_index = max((n.index for n in self.nodes), default=-1) + 1
+        self.removed: dict = {}  # node -> (ORT step, reason)
+        # bumped on every edit: the topological order is cached per version
+        self.version = 0
+        self._topo = (-1, [])
+        # Graph::name_generator_ and the names it generated (GenerateNodeName/GenerateNodeArgName)
+        self._name_counter = 0
+        self._generated_nodes: set = set()
+        self._generated_values: set = set()
+
+    # -- lookups -------------------------------------------------------------------------------
+    def producers(self) -> dict:
+        return {o: n for n in self.nodes for o in n.outputs if o}
+
+    def consumers(self) -> dict:
+        out: dict = {}
+        for n in self.nodes:
+            for x in dict.fromkeys(x for x in n.inputs if x):
+                out.setdefault(x, []).append(n)
+            for x in implicit_inputs(n):
+                out.setdefault(x, []).append(n)
+        return out
+
+    def initializer(self, name: str, outer: bool = True):
+        """Graph::GetInitializer(name, check_outer_scope)."""
+        g = self
+        while g is not None:
+            if name in g.initializers:
+                return g.initializers[name]
+            g = g.parent if outer else None
+        return None
+
+    def is_constant(self, name: str) -> bool:
+        """graph_utils::IsConstantInitializer: an initializer that no feed can override."""
+        init = self.initializer(name)
+        return init is not None and not init.overridable
+
+    # -- names ORT generates (Graph::GenerateNodeName / GenerateNodeArgName, graph.cc) ------------
+    def generate_node_name(self, base: str) -> str:
+        """`base` if no live node and no earlier generated name has it, else `base_token_<n>` with
+        the graph's one counter (shared with value names)."""
+        taken = {n.name for n in self.nodes} | self._generated_nodes
+        return self._generate(base, taken, self._generated_nodes)
+
+    def generate_value_name(self, base: str) -> str:
+        taken = set(self.initializers) | set(self.inputs) | self._generated_values
+        for n in list(self.nodes) + list(self.removed):
+            taken.update(n.inputs)
+            taken.update(n.outputs)
+        return self._generate(base, taken, self._generated_values)
+
+    def _generate(self, base: str, taken: set, generated: set) -> str:
+        name = base
+        while name in taken:
+            name = f"{base}_token_{self._name_counter}"
+            self._name_counter += 1
+        generated.add(name)
+        return name
+
+    # -- edits ---------------------------------------------------------------------------------
+    def touch(self) -> None:
+        self.version += 1
+
+    def add(self, node: Node) -> None:
+        self.nodes.append(node)
+        self.touch()
+
+    def remove(self, node: Node, step: str, reason: str) -> None:
+        self.nodes.remove(node)
+        node.dead = True
+        self.touch()
+        self.removed[node] = (step, reason)
+
+    def replace_uses(self, old: str, new: str) -> None:
+        self.touch()
+        for n in self.nodes:
+            n.inputs = [new if x == old else x for x in n.inputs]
+            for _, sg in n.subgraphs:
+                sg.replace_outer_uses(old, new)
+        self.outputs = [new if x == old else x for x in self.outputs]
+
+    def replace_outer_uses(self, old: str, new: str) -> None:
+        if (
+            old in self.initializers
+            or old in self.inputs
+            or any(old in n.outputs for n in self.nodes)
+        ):
+            return  # shadowed in this subgraph
+        for n in self.nodes:
+            n.inputs = [new if x == old else x for x in n.inputs]
+            for _, sg in n.subgraphs:
+                sg.replace_outer_uses(old, new)
+
+    # -- ORT's topological order -----------------------------------------------------------------
+    def topological(self) -> list:
+        """GraphViewer's default order: ReverseDFSFrom(leaf nodes, leave=append, NodeCompare by index)."""
+        if self._topo[0] == self.version:
+            return list(self._topo[1])
+        prod = self.producers()
+        cons = self.consumers()
+
+        def input_nodes(n):
+            seen = {}
+            for x in list(n.inputs) + implicit_inputs(n):
+                p = prod.get(x)
+                if p is not None:
+                    seen[p.index] = p
+            return [seen[k] for k in sorted(seen)]
+
+        leaves = [
+            n
+            for n in sorted(self.nodes, key=lambda n: n.index)
+            if not any(cons.get(o) for o in n.outputs if o)
+        ]
+        stack = [(n, False) for n in leaves]
+        visited: set = set()
+        order = []
+        while stack:
+            n, leave = stack.pop()
+            if leave:
+                order.append(n)
+                continue
+            if n.index in visited:
+                continue
+            visited.add(n.index)
+            stack.append((n, True))
+            for m in input_nodes(n):
+                if m.index not in visited:
+                    stack.append((m, False))
+        self._topo = (self.version, order)
+        return list(order)
+
+
+def implicit_inputs(node: Node) -> list:
+    """Node::ImplicitInputDefs: outer-scope values the node's subgraphs read."""
+    out: dict = {}
+    for _, sg in node.subgraphs:
+        for x in sg.outer_reads():
+            out[x] = None
+    return list(out)
+
+
+def _outer_reads(self) -> list:
+    defined = set(self.inputs) | set(self.initializers)
+    for n in self.nodes:
+        defined.update(o for o in n.outputs if o)
+    out: dict = {}
+    for n in self.nodes:
+        for x in list(n.inputs) + implicit_inputs(n):
+            if x and x not in defined:
+                out[x] = None
+    return list(out)
+
+
+Graph.outer_reads = _outer_reads

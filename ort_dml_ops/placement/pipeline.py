@@ -1,0 +1,186 @@
+"""ONNX Runtime's session creation, as far as it decides where nodes run: the steps in order.
+
+1. load (``load.py``, graph.cc): Constant nodes become initializers.
+2. level-1 optimizers, repeated until nothing changes (``GraphTransformerManager``, at most
+   ``STEPS`` rounds; each round runs, in this order, the rewrite rules (``rules.py``), constant
+   sharing and common-subexpression elimination (``cse.py``) and constant folding
+   (``folding.py``), ReshapeFusion's contiguous-reshape rule (``reshape_fusion.py``) and the
+   TransposeOptimizer's Shape rule (``transpose_optimizer.py``); on every graph level.
+3. partitioning (``core/framework/graph_partitioner.cc``): the target EP's ``GetCapability``
+   takes the nodes its kernels and support queries accept, minus ``GetCpuPreferredNodes``
+   (``fallback_cpu.py``); the CPU EP takes the rest. ORT's assignment record
+   (``session.record_ep_graph_assignment_info``) is taken here.
+4. copies (``memcpy.py``): the Memcpy nodes inserted between CPU and device values.
+
+Per-node kernel rules (since-version, kernel lookup, DML support queries, types) are
+``ort_dml_ops.targets``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from . import (
+    cse,
+    fallback_cpu,
+    folding,
+    memcpy,
+    reshape_fusion,
+    rules,
+    transpose_optimizer,
+)
+from .graph import Graph, implicit_inputs
+from .load import build_graph
+
+STEPS = 10
+CPU = "CPUExecutionProvider"
+
+
+@dataclass
+class NodeResult:
+    name: str
+    op_type: str
+    domain: str
+    since_version: int | None
+    provider: str | None
+    reason: str
+    removed_by: str = ""  # the ORT step that removed the node ("" when it runs)
+    cpu_preferred: bool = False
+    # the ORT step that added the node ("" for the model's own nodes)
+    added_by: str = ""
+    graph: str = ""  # "" for the main graph, "<node>/<attribute>" inside a subgraph
+
+
+@dataclass
+class Result:
+    nodes: list = field(default_factory=list)
+    copies: list = field(default_factory=list)
+
+
+def optimize(
+    graph: Graph, types: dict, shapes: dict, opsets: dict, has_cpu_kernel
+) -> None:
+    """Level-1 optimizers on one graph level and its subgraphs, until a round changes nothing."""
+    for _ in range(STEPS):
+        changed = rules.apply(graph, types, shapes)
+        changed |= cse.share_constants(graph)
+        changed |= cse.eliminate(graph)
+        changed |= folding.fold(graph, types, shapes, opsets, has_cpu_kernel)
+        changed |= reshape_fusion.fuse(graph, shapes)
+        changed |= transpose_optimizer.optimize(graph, types, shapes)
+        if not changed:
+            break
+    for node in graph.nodes:
+        for _, sg in node.subgraphs:
+            optimize(sg, types, shapes, opsets, has_cpu_kernel)
+
+
+def run(
+    work, tgt, opsets: dict, types: dict, shapes: dict, optimized: bool = True
+) -> Result:
+    """Place every node of `work` (an inlined, uniquely named ModelProto) on `tgt`."""
+    graph = build_graph(work.graph)
+
+    def has_cpu_kernel(node):
+        d = tgt.explain(node.to_proto(), opsets, types)
+        k, _ = (
+            tgt.cpu_table.find(
+                node.op_type, node.domain, d.since_version, lambda c: None
+            )
+            if d.since_version is not None
+            else (None, None)
+        )
+        return d.provider is not None and (d.provider == CPU or k is not None)
+
+    if optimized:
+        optimize(graph, types, shapes, opsets, has_cpu_kernel)
+    result = Result()
+    _place(graph, tgt, opsets, types, result, outer_implicit=(), label="")
+    return result
+
+
+def _place(
+    graph: Graph, tgt, opsets, types, result: Result, outer_implicit, label: str
+) -> None:
+    order = graph.topological()
+    decisions = {n: tgt.explain(n.to_proto(), opsets, types) for n in graph.nodes}
+    preferred: set = set()
+    # a plugin EP does not get ORT's GetCpuPreferredNodes pass (WebGPU: measured, docs/webgpu.md)
+    if tgt.is_gpu and getattr(tgt, "cpu_preferred", True):
+        tentative = {
+            n: d.target_kernel
+            for n, d in decisions.items()
+            if d.target_lookup and d.target_kernel
+        }
+        preferred = fallback_cpu.cpu_preferred(graph, order, tentative, types)
+    provider, kernel = {}, {}
+    placed = {}
+    for node in graph.nodes:
+        d = decisions[node]
+        prov, reason, k = d.provider, d.reason, d.kernel
+        cpu_pref = False
+        if node in preferred and d.on_target:
+            ck, _ = tgt.cpu_table.find(
+                node.op_type, node.domain, d.since_version, lambda c: None
+            )
+            if ck is not None:
+                prov, k, cpu_pref = CPU, ck, True
+                reason = (
+                    "kept on the CPU by ORT's GetCpuPreferredNodes (fallback_cpu_capability.cc): "
+                    "its inputs are CPU-side shape values or small constants"
+                )
+        provider[node], kernel[node] = prov, k
+        placed[node.name] = NodeResult(
+            node.name,
+            node.op_type,
+            node.domain,
+            d.since_version,
+            prov,
+            reason,
+            cpu_preferred=cpu_pref,
+            added_by=node.origin,
+            graph=label,
+        )
+    for stub, (step, why) in graph.removed.items():
+        since = tgt.explain(stub.to_proto(), opsets, types).since_version
+        placed.setdefault(
+            stub.name,
+            NodeResult(
+                stub.name,
+                stub.op_type,
+                stub.domain,
+                since,
+                None,
+                why,
+                removed_by=step,
+                graph=label,
+            ),
+        )
+    # report order: the model's order of this level, nodes of subgraphs after their parent
+    for node in _model_order(graph):
+        r = placed.get(node.name)
+        if r is not None:
+            result.nodes.append(r)
+        if node in provider:
+            for attr, sg in node.subgraphs:
+                _place(
+                    sg,
+                    tgt,
+                    opsets,
+                    types,
+                    result,
+                    implicit_inputs(node),
+                    f"{node.name}/{attr}",
+                )
+    if tgt.is_gpu:
+        result.copies.extend(
+            memcpy.copies(graph, provider.get, kernel.get, CPU, outer_implicit)
+        )
+
+
+def _model_order(graph: Graph) -> list:
+    pos = {name: i for i, name in enumerate(graph.model_order)}
+    return sorted(
+        list(graph.nodes) + list(graph.removed),
+        key=lambda n: (pos.get(n.name, 1 << 30), n.index),
+    )

@@ -1,0 +1,214 @@
+"""Level-1 rewrite rules that remove nodes before partitioning (``Level1_RuleBasedTransformer``).
+
+Each mirrors a rule of ``core/optimizer/graph_transformer_utils.cc`` ``GenerateRewriteRules``
+(level 1), applied to every node in topological order; a removed node's consumers read its
+input instead (``graph_utils::RemoveNode``). A node whose output is a graph output is kept
+(``graph_utils::CanRemoveNode``).
+
+* ``EliminateIdentity`` (identity_elimination.cc): every Identity; one whose output is a graph
+  output only when its input is made by a node, is no graph output itself and has no other
+  consumer: that node then writes the graph output directly.
+* ``EliminateDropout`` (dropout_elimination.cc): Dropout whose mask output is unused.
+* ``CastElimination`` (cast_elimination.cc): a Cast to the type its input already has.
+* ``ExpandElimination`` (expand_elimination.cc): Expand to a constant 1-D int64 shape that does
+  not grow its input (from the last dimension: each target is 1 or the input's known size, and
+  the target has no more dimensions than the input).
+* ``NoopElimination`` (noop_elimination.cc): Add/Sub/Mul/Div with a one-element constant
+  operand that leaves the other unchanged (x+0, 0+x, x-0, x*1, 1*x, x/1), same type and shape.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .graph import Graph, Node
+
+_CAST_TYPES = {
+    1: "tensor(float)",
+    2: "tensor(uint8)",
+    3: "tensor(int8)",
+    4: "tensor(uint16)",
+    5: "tensor(int16)",
+    6: "tensor(int32)",
+    7: "tensor(int64)",
+    9: "tensor(bool)",
+    10: "tensor(float16)",
+    11: "tensor(double)",
+    12: "tensor(uint32)",
+    13: "tensor(uint64)",
+    16: "tensor(bfloat16)",
+}
+
+
+def _removable(graph: Graph, node: Node) -> bool:
+    return not any(o in graph.outputs for o in node.outputs if o)
+
+
+def _bypass(graph: Graph, node: Node, src: str, rule: str, why: str) -> None:
+    graph.remove(node, rule, why)
+    for o in node.outputs:
+        if o:
+            graph.replace_uses(o, src)
+
+
+def _can_feed_output(graph: Graph, node: Node, cons: dict) -> bool:
+    """EliminateIdentity::SatisfyCondition for an Identity that makes a graph output."""
+    src = node.inputs[0] if node.inputs else ""
+    prod = graph.producers().get(src)
+    if prod is None or src in graph.outputs or len(node.outputs) != 1:
+        return False
+    return sum(x == src for c in cons.get(src, ()) for x in c.inputs) == 1
+
+
+def _identity_to_output(graph: Graph, node: Node, cons: dict) -> None:
+    src, out = node.inputs[0], node.outputs[0]
+    prod = graph.producers()[src]
+    graph.remove(
+        node,
+        "EliminateIdentity",
+        "Identity removed by ORT's EliminateIdentity (identity_elimination.cc); "
+        "its producer writes the graph output",
+    )
+    prod.outputs = [out if o == src else o for o in prod.outputs]
+    graph.touch()
+
+
+def _expand_is_noop(graph: Graph, node: Node, shapes: dict) -> bool:
+    if len(node.inputs) < 2:
+        return False
+    dims = shapes.get(node.inputs[0])
+    init = graph.initializer(node.inputs[1])
+    if (
+        dims is None
+        or init is None
+        or init.overridable
+        or init.value is None
+        or init.elem_type != 7
+        or len(init.dims) != 1
+        or init.dims[0] <= 0
+    ):
+        return False
+    target = [int(v) for v in init.value.reshape(-1)]
+    i, j = len(dims) - 1, len(target) - 1
+    while i >= 0 and j >= 0:
+        if target[j] != 1 and dims[i] != target[j]:
+            return False
+        i, j = i - 1, j - 1
+    return i >= j
+
+
+def _noop_operand(graph: Graph, node: Node, types: dict, shapes: dict) -> str | None:
+    """The input a no-op Add/Sub/Mul/Div passes through, or None."""
+    neutral = 0 if node.op_type in ("Add", "Sub") else 1
+    sides = (0, 1) if node.op_type in ("Add", "Mul") else (1,)
+    ins = node.inputs
+    if len(ins) != 2 or not all(ins):
+        return None
+    for k in sides:
+        init = graph.initializer(ins[k])
+        other = ins[1 - k]
+        if init is None or init.overridable or init.value is None or init.numel != 1:
+            continue
+        if not np.all(init.value == neutral):
+            continue
+        if types.get(other) != types.get(node.outputs[0]):
+            continue
+        oshape, xshape = shapes.get(node.outputs[0]), shapes.get(other)
+        if (
+            oshape is None
+            or xshape is None
+            or len(oshape) != len(xshape)
+            or len(init.dims) > len(xshape)
+        ):
+            continue
+        return other
+    return None
+
+
+def apply(graph: Graph, types: dict, shapes: dict) -> bool:
+    """Run the rules once over the graph; True if a node was removed."""
+    changed = False
+    cons = graph.consumers()
+    for node in graph.topological():
+        if node.domain not in ("", "ai.onnx"):
+            continue
+        if not _removable(graph, node) and not (
+            node.op_type == "Identity" and _can_feed_output(graph, node, cons)
+        ):
+            continue
+        op = node.op_type
+        if (
+            op == "Identity"
+            and node.inputs
+            and node.inputs[0]
+            and not _removable(graph, node)
+        ):
+            _identity_to_output(graph, node, cons)
+            changed = True
+            continue
+        if op == "Identity" and node.inputs and node.inputs[0]:
+            _bypass(
+                graph,
+                node,
+                node.inputs[0],
+                "EliminateIdentity",
+                "Identity removed by ORT's EliminateIdentity (identity_elimination.cc)",
+            )
+            changed = True
+        elif (
+            op == "Dropout"
+            and node.inputs
+            and (
+                len(node.outputs) < 2
+                or not node.outputs[1]
+                or not cons.get(node.outputs[1])
+            )
+        ):
+            _bypass(
+                graph,
+                node,
+                node.inputs[0],
+                "EliminateDropout",
+                "Dropout removed by ORT's EliminateDropout (dropout_elimination.cc)",
+            )
+            changed = True
+        elif (
+            op == "Cast"
+            and node.inputs
+            and types.get(node.inputs[0]) is not None
+            and types.get(node.inputs[0]) == _CAST_TYPES.get(node.attr("to"))
+        ):
+            _bypass(
+                graph,
+                node,
+                node.inputs[0],
+                "CastElimination",
+                "Cast to the type its input already has, "
+                "removed by ORT's CastElimination",
+            )
+            changed = True
+        elif op == "Expand" and _expand_is_noop(graph, node, shapes):
+            _bypass(
+                graph,
+                node,
+                node.inputs[0],
+                "ExpandElimination",
+                "Expand that does not change its input, "
+                "removed by ORT's ExpandElimination",
+            )
+            changed = True
+        elif op in ("Add", "Sub", "Mul", "Div"):
+            src = _noop_operand(graph, node, types, shapes)
+            if src is not None:
+                _bypass(
+                    graph,
+                    node,
+                    src,
+                    "NoopElimination",
+                    f"{op} by a neutral constant, removed by ORT's "
+                    "NoopElimination (noop_elimination.cc)",
+                )
+                changed = True
+        if changed:
+            cons = graph.consumers()
+    return changed
