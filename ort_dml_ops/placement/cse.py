@@ -48,6 +48,8 @@ def share_constants(graph: Graph) -> bool:
     for old, new in rename.items():
         for n in graph.nodes:
             n.inputs = [new if x == old else x for x in n.inputs]
+    if rename:
+        graph.touch()
     return bool(rename)
 
 

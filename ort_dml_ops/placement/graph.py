@@ -85,6 +85,8 @@ class Graph:
         # bumped on every edit: the topological order is cached per version
         self.version = 0
         self._topo = (-1, [])
+        self._producers: tuple = (-1, {})
+        self._consumers: tuple = (-1, {})
         # Graph::name_generator_ and the names it generated (GenerateNodeName/GenerateNodeArgName)
         self._name_counter = 0
         self._generated_nodes: set = set()
@@ -92,16 +94,23 @@ class Graph:
 
     # -- lookups -------------------------------------------------------------------------------
     def producers(self) -> dict:
-        return {o: n for n in self.nodes for o in n.outputs if o}
+        """value -> the node writing it (cached per graph version: treat as read-only)."""
+        if self._producers[0] != self.version:
+            self._producers = (self.version, {o: n for n in self.nodes for o in n.outputs if o})
+        return self._producers[1]
 
     def consumers(self) -> dict:
-        out: dict = {}
-        for n in self.nodes:
-            for x in dict.fromkeys(x for x in n.inputs if x):
-                out.setdefault(x, []).append(n)
-            for x in implicit_inputs(n):
-                out.setdefault(x, []).append(n)
-        return out
+        """value -> the nodes reading it, implicit subgraph reads included (cached per graph
+        version, as the rules ask for it node after node: treat as read-only)."""
+        if self._consumers[0] != self.version:
+            out: dict = {}
+            for n in self.nodes:
+                for x in dict.fromkeys(x for x in n.inputs if x):
+                    out.setdefault(x, []).append(n)
+                for x in implicit_inputs(n):
+                    out.setdefault(x, []).append(n)
+            self._consumers = (self.version, out)
+        return self._consumers[1]
 
     def initializer(self, name: str, outer: bool = True):
         """Graph::GetInitializer(name, check_outer_scope)."""
@@ -168,6 +177,7 @@ class Graph:
             or any(old in n.outputs for n in self.nodes)
         ):
             return  # shadowed in this subgraph
+        self.touch()
         for n in self.nodes:
             n.inputs = [new if x == old else x for x in n.inputs]
             for _, sg in n.subgraphs:
