@@ -28,6 +28,7 @@ from .errors import UserError
 from .lowering import FAMILY_OPS, RULES, opset as opset_rule
 from .lowering._base import RewriteContext, attr_str, const_array, static_shape
 from .lowering.fallback import route_to_fallback
+from .lowering.reshape_allowzero import drop_allowzero
 from .modelio import (attach_detached, detach_large_initializers, external_data_bytes, fix_ir_version, graphs,
                       load_model, without_external_data)
 from .runnable import check_fallback_types, check_original
@@ -61,10 +62,12 @@ class ConvertReport:
     nodes: list[NodeReport]
     opset: dict
     inspect: Any = None  # the inspect report of the converted model (has .to_dict())
+    #: whole-graph fixes made before the rules (e.g. Reshape allowzero=1 for DML), one line each
+    normalized: list[str] = dataclasses.field(default_factory=list)
 
     @property
     def changed(self) -> bool:
-        return any(n.action not in ("native", "cpu") for n in self.nodes) or self.opset.get("from") != self.opset.get("to")
+        return bool(self.normalized) or any(n.action not in ("native", "cpu") for n in self.nodes) or self.opset.get("from") != self.opset.get("to")
 
     def summary(self) -> dict:
         out: dict[str, int] = {}
@@ -77,6 +80,7 @@ class ConvertReport:
             "target": self.target,
             "strategy": self.strategy,
             "opset": self.opset,
+            "normalized": self.normalized,
             "summary": self.summary(),
             "nodes": [n.to_dict() for n in self.nodes],
         }
@@ -134,6 +138,9 @@ def convert(model: onnx.ModelProto | str | os.PathLike | bytes, target: str = "d
     _refuse_static_errors(model_ir)
     reports: list[NodeReport] = []
     main_opset = model_ir.opset_imports.get("", 0)
+    # whole-graph fixes a target needs before its rules (report: `normalized`)
+    normalized = (drop_allowzero(_graphs(model_ir, main_opset), names)
+                  if target == "dml" and strategy != "native" else [])
     for graph, where, opset in _graphs(model_ir, main_opset):
         for node in list(graph):
             if (_dom(node.domain), node.op_type) not in FAMILY_OPS:
@@ -151,7 +158,8 @@ def convert(model: onnx.ModelProto | str | os.PathLike | bytes, target: str = "d
     check_fallback_types(model_ir, target, _graphs(model_ir, main_opset))
 
     _fix_domain_import(model_ir)
-    if not any(r.action not in ("native", "cpu") or r.emitted for r in reports) and not opset_info.get("changed"):
+    if (not any(r.action not in ("native", "cpu") or r.emitted for r in reports) and not opset_info.get("changed")
+            and not normalized):
         out, _ = detach_large_initializers(original)  # nothing to do: the model as given (idempotency)
     else:
         try:
@@ -163,7 +171,7 @@ def convert(model: onnx.ModelProto | str | os.PathLike | bytes, target: str = "d
     fix_ir_version(out)
     if validate:
         _validate(out, signature)
-    report = ConvertReport(target, strategy, reports, opset_info)
+    report = ConvertReport(target, strategy, reports, opset_info, normalized=normalized)
     if with_inspect:
         report.inspect = _inspect(out, target)
     del model_ir, proto

@@ -200,11 +200,13 @@ class Emitter:
         return self.op("Squeeze", x, axes=list(axes))
 
     def reshape(self, x: ir.Value, shape: Sequence[int] | ir.Value) -> ir.Value:
-        """Reshape to a list of ints (no 0 in it) or to a shape tensor. A shape tensor may hold a
-        run-time 0 (an empty tensor), which Reshape reads as "copy this dim" unless allowzero=1
-        (opset ≥ 14): so tensors get allowzero, and must not hold a -1 next to a possible 0."""
+        """Reshape to a list of ints (no 0 in it) or to a shape tensor, which may hold a run-time 0
+        (an empty tensor). Reshape reads a 0 as "copy this dim" unless allowzero=1, and the DML EP
+        fails kernel creation on allowzero=1 (tests/dml, issue 13): so a shape tensor's zeros become
+        -1 (`zeros_inferred`), which is exact where at most one dim is 0 — the callers never put a
+        -1 beside a size that may be 0."""
         if isinstance(shape, ir.Value):
-            return self.op("Reshape", x, shape, allowzero=1 if self.opset >= 14 else None)
+            return self.op("Reshape", x, zeros_inferred(self, shape))
         return self.op("Reshape", x, self.i64(list(shape)))
 
     def cast(self, x: ir.Value, to: ir.DataType) -> ir.Value:
@@ -216,3 +218,15 @@ class Emitter:
 
 def dtype_of(value: ir.Value) -> ir.DataType | None:
     return value.dtype if value.type is not None else None
+
+
+def zeros_inferred(e: Emitter, shape: ir.Value) -> ir.Value:
+    """`shape` with every 0 replaced by -1: Reshape without allowzero then infers that dim as
+    0 (the element count is 0) — the same result as allowzero=1 wherever at most one dim is 0
+    and no -1 is present (ONNX forbids -1 beside 0 under allowzero=1); with two zero dims the
+    Reshape fails instead (two -1). Constant shapes are mapped at convert time."""
+    const = const_array(shape)
+    if const is not None:
+        arr = np.where(const == 0, -1, const).astype(np.int64)
+        return shape if np.array_equal(arr, const) else e.const(arr)
+    return e.op("Where", e.op("Equal", shape, e.i64(0)), e.i64(-1), shape)

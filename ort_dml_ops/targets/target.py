@@ -183,8 +183,10 @@ class Target:
             elif "attrs_on_target" in tk.extra:
                 why_off = _recorded_attrs_check(node, tk)
             if why_off is None:
-                return Decision(self.provider, f"{_short(self.provider)} kernel {op}({tk.version_text()})",
-                                since, tk, on_target=True, target_lookup=True, target_kernel=tk)
+                fails = _dml_kernel_creation_failure(node) if self.provider == DML else None
+                reason = f"{_short(self.provider)} kernel {op}({tk.version_text()})" + (f"; {fails}" if fails else "")
+                return Decision(self.provider, reason, since, tk, on_target=True, target_lookup=True,
+                                target_kernel=tk, fails_at_run=fails)
         ck, miss = self.cpu_table.find(op, domain, since, resolve)
         if ck is not None:
             reason = why_off or f"CPU kernel {op}({ck.version_text()})"
@@ -255,6 +257,21 @@ def _recorded_attrs_check(node, k) -> str | None:
 
 
 _ATTR_DEFAULTS = {"reduction": "none"}
+
+
+def _dml_kernel_creation_failure(node) -> str | None:
+    """Nodes the DML EP claims but cannot create a kernel for (measured on the real EP, lane).
+
+    Reshape with allowzero=1: the EP's Reshape (DmlOperatorCopy.cpp) fails kernel creation in
+    MLOperatorAuthorImpl.cpp — at session creation for a static input shape (80070057), at the
+    first run for a symbolic one; torch.onnx's dynamo exporter writes every view this way.
+    `convert --target dml` drops the attribute (lowering/reshape_allowzero.py)."""
+    if node.op_type == "Reshape" and node.domain in ("", "ai.onnx"):
+        for a in node.attribute:
+            if a.name == "allowzero" and a.i == 1:
+                return ("the DML EP fails to create this kernel (Reshape allowzero=1): the session or its "
+                        "first run fails; convert --target dml drops the attribute")
+    return None
 
 
 def _cpu_run_refusal(node, op, resolve) -> str | None:
