@@ -13,7 +13,7 @@ from ._version import __version__
 from .errors import UserError
 
 #: Each name is a module ort_dml_ops.commands.<name>.
-VERBS = ("run", "inspect", "convert", "demo", "bench")
+VERBS = ("run", "inspect", "convert", "check", "demo", "bench")
 
 
 def build_parser() -> argparse.ArgumentParser:
