@@ -400,6 +400,31 @@ def _vec4_mul_spec(note):
     return sp
 
 
+def reshape_allowzero_specs() -> list[Spec]:
+    """Reshape-14 with allowzero=1 and 0, static and symbolic input shapes (issue 13 item 5).
+
+    torch.onnx's dynamo exporter writes every `view` as Reshape(allowzero=1) (RoBERTa's
+    node_view_1, PyG's GCNConv node_view_1). On the DML EP, allowzero=1 fails kernel creation in
+    ORT's MLOperatorAuthorImpl.cpp: at session creation when the input shape is static (80070057),
+    at the first run when it is symbolic (the kernel is created then; the HRESULT varies from run to
+    run: 8007000E, 8007023E, 80070057); allowzero=0 runs.
+    The DML EP implements Reshape as a copy (DmlOperatorCopy.cpp) and its shape helper never reads
+    allowzero (OperatorHelper.cpp, ReshapeHelper), so the work DirectML and vkd3d see is the same
+    for both values: the refusal is ORT's DML EP, not the emulator. The shape holds no 0, so both
+    values mean the same Reshape."""
+    out = []
+    for allowzero in (0, 1):
+        for symbolic in (False, True):
+            shape = ["N", 8] if symbolic else [7, 8]
+            node = oh.make_node("Reshape", ["x", "shape"], ["y"], name="view", allowzero=allowzero)
+            m = model([node], [_vi("x", T.FLOAT, shape)], [_vi("y", T.FLOAT, ["M"])],
+                      [oh.make_tensor("shape", T.INT64, [1], [-1])], opset=20)
+            out.append(Spec(f"Reshape-allowzero{allowzero}-{'symbolic' if symbolic else 'static'}-op20", "Reshape",
+                            "float32", 20, m, {"x": _data("float32", (7, 8), seed=61)},
+                            expect_placement={"view": DML}))
+    return out
+
+
 def working_pattern_specs() -> list[Spec]:
     return [slice_pad_mul_spec("pad_slice", shape=(3, 256), name="Pad->Slice->Mul-3x256-op17"),
             slice_pad_mul_spec("slice_pad", shape=(3, 257), name="Slice->Pad(1)->Mul-3x257-op17")]
