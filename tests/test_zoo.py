@@ -1,5 +1,5 @@
 """Model-level tests: every zoo model x strategy (native, lower, fallback, auto) x available EP
-(CPU always; CUDA where present; DML in tests/dml/test_zoo_dml.py) reproduces the expected
+(CPU always; CUDA where present; DML in tests/dml/test_models_dml.py) reproduces the expected
 outputs (computed by tools/build_zoo.py's own numpy implementation) within the model's
 tolerance, and `inspect`'s summary of the converted model is as pinned below.
 """

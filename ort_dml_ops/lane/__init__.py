@@ -6,18 +6,23 @@
     results = run_cases([Case("cumsum", model, {"x": x})])
     results[0].ok, results[0].outputs, results[0].placement   # {"node name": "DmlExecutionProvider"}
 
-The lane itself is set up by `make dml-lane` (tools/dml_lane/setup.sh; docs/dml-lane.md).
-Each batch of at most `sessions_per_process` cases runs in one fresh Windows CPython process
-(every DML session under the emulator keeps ~1.3 GB of shared memory until its process exits).
-Cases and results travel as files (.onnx, .npz, .json) in a temporary folder; the guest imports
-the live working tree of this package (the repository root is put first on its sys.path).
+The lane itself is set up by `make dml-lane` (tools/dml_lane/setup.sh; docs/dml-lane.md): Wine 8
+with Wine 10's Direct3D 12 stack (vkd3d 1.14, patched), `VKD3D_CONFIG` empty. Each batch of at
+most `sessions_per_process` cases runs in one fresh Windows CPython process: every DML session
+keeps ~0.5 GB of shared memory (lavapipe's device memory) until its process exits, so the
+batch size bounds the memory. Cases and results travel as files (.onnx, .npz, .json) in a
+temporary folder; the guest imports this very package (a folder linking to it is put first on its
+sys.path), so a checkout's live working tree and an installed package both work.
 
-Placement comes from ONNX Runtime itself: its verbose "Node placements" log, attributed to
-the case by the session log id. Sessions are created with graph_optimization_level
-ORT_DISABLE_ALL unless the case says otherwise: DML graph fusion ignores the optimization level
-(it still runs), partitioning is unchanged, and no other transformer deletes or renames nodes —
-so an original node that the log does not name was absorbed into a `DmlFusedNode_*` partition,
-which runs on the DmlExecutionProvider. See docs/dml-lane.md for the argument and its limits.
+Placement comes from ONNX Runtime itself: its assignment record
+(`session.record_ep_graph_assignment_info`, read with `get_provider_graph_assignment_info()`),
+which names the original nodes, also those inside a `DmlFusedNode_*` partition (graph fusion is
+on, as for users). Copies: the Memcpy nodes ORT logs when it inserts them, and the Memcpy
+kernels that ran per ORT's profile. When there is no record (the session was not created), the
+verbose "Node placements" log is read instead, attributed to the case by the session log id.
+Sessions are created with graph_optimization_level ORT_DISABLE_ALL unless the case says
+otherwise (single-op cases keep every node); `session_options={"graph_optimization_level":
+"ORT_ENABLE_ALL"}` is what users get. See docs/dml-lane.md.
 """
 
 from __future__ import annotations
@@ -28,21 +33,22 @@ import re
 import shutil
 import subprocess
 import tempfile
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-__all__ = ["Case", "CaseResult", "lane_available", "lane_dir", "run_cases", "parse_placements"]
+__all__ = ["Case", "CaseResult", "lane_available", "lane_dir", "parse_placements", "run_cases"]
 
 DML = "DmlExecutionProvider"
 CPU = "CPUExecutionProvider"
 _PROVIDERS = {"dml": "dml", DML.lower(): "dml", "cpu": "cpu", CPU.lower(): "cpu"}
 _GUEST = Path(__file__).with_name("guest.py")
-_REPO_ROOT = Path(__file__).resolve().parents[2]  # the working tree the guest must import
+_PACKAGE = Path(__file__).resolve().parents[1]  # the ort_dml_ops the guest must import
 _MARK = "@@ortdmlops-lane"
+#: run.sh of an upgraded lane loads Wine 10's Direct3D 12 DLLs as native (tools/dml_lane/setup.sh)
+_D3D12_OVERRIDE = "d3d12,d3d12core,dxgi,wined3d=n"
 
 
 @dataclass
@@ -75,8 +81,13 @@ class CaseResult:
     placement: dict[str, str]  # ORIGINAL node name -> DmlExecutionProvider | CPUExecutionProvider
     #: Memcpy nodes ORT inserted, as it logs them ("MemcpyFromHost after s for DmlExecutionProvider")
     copies: list[str] = field(default_factory=list)
-    #: DmlFusedNode_* partitions ORT reported
+    #: DmlFusedNode_* partitions ORT reported (its log, else the kernels that ran per its profile)
     fused: list[str] = field(default_factory=list)
+    #: ORT's assignment record: (provider, node name, op_type, domain) for every node it placed,
+    #: including nodes that graph optimizations created (empty when no session was created)
+    assignment: list[tuple[str, str, str, str]] = field(default_factory=list)
+    #: Memcpy nodes that ran, per ORT's profile (`*_kernel_time` events of Memcpy kernels)
+    memcpy: list[str] = field(default_factory=list)
     #: original nodes whose placement could not be read (only possible with optimizations on)
     unresolved: list[str] = field(default_factory=list)
     #: where it failed: options | session | providers | run | crash | done
@@ -111,8 +122,11 @@ def lane_available() -> tuple[bool, str]:
             return False, f"DML lane at {w}: `{tool}` is not on PATH (run `make dml-lane`)"
     if not (w / "cp311" / "Lib" / "site-packages" / "onnxruntime").is_dir():
         return False, f"DML lane at {w}: onnxruntime-directml is not installed (run `make dml-lane`)"
+    if _D3D12_OVERRIDE not in (w / "run.sh").read_text(errors="replace"):
+        return False, (f"DML lane at {w} runs Wine 8's own Direct3D 12 (vkd3d 1.6), which fails where DirectML "
+                       "does not (run `make dml-lane`)")
     if not (w / "smoke.ok").is_file():
-        return False, f"DML lane at {w}: smoke test has not passed (run `make dml-lane`)"
+        return False, f"DML lane at {w}: its self-test has not passed (run `make dml-lane`)"
     return True, ""
 
 
@@ -234,15 +248,26 @@ def _resolve(node_names: list[str], placed: dict[str, str], all_on: str | None, 
 
 # --------------------------------------------------------------------------- running
 
+def _import_root(folder: Path) -> Path:
+    """A folder holding only `ort_dml_ops` (a link to this package): the guest's first sys.path
+    entry. Never the package's parent, which for an installed package is the host's
+    site-packages (Linux builds of numpy and onnxruntime the Windows guest must not import)."""
+    root = folder / "guest_path"
+    if not root.is_dir():
+        root.mkdir()
+        (root / "ort_dml_ops").symlink_to(_PACKAGE, target_is_directory=True)
+    return root
+
+
 def _run_chunk(w: Path, folder: Path, chunk: list[tuple[str, dict]]) -> tuple[str, int]:
     manifest = folder / f"manifest_{chunk[0][0]}.json"
     manifest.write_text(json.dumps({"cases": [c for _, c in chunk]}))
     env = dict(os.environ)
-    env["DML_LANE_PYTHONPATH"] = str(_REPO_ROOT)
+    env["DML_LANE_PYTHONPATH"] = str(_import_root(folder))
     per_process = 120 + 180 * len(chunk)
     env.setdefault("DML_LANE_TIMEOUT", str(per_process))
     try:
-        proc = subprocess.run([str(w / "run.sh"), str(_GUEST), str(manifest)], stdin=subprocess.DEVNULL,
+        proc = subprocess.run([str(w / "run.sh"), str(_GUEST), str(manifest)], check=False, stdin=subprocess.DEVNULL,
                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env,
                               timeout=per_process + 3600)  # the lock may make us wait for another run
         out, rc = proc.stdout, proc.returncode
@@ -306,6 +331,13 @@ def run_cases(cases: list[Case], *, sessions_per_process: int = 4) -> list[CaseR
                 msgs = logs.get(cid, [])
                 placed, copies, all_on = parse_placements(msgs)
                 placement, unresolved, fused = _resolve(names, placed, all_on, opt_disabled)
+                assignment = [tuple(a) for a in r.get("assignment") or []]
+                kernels = r.get("kernels") or []
+                fused = fused or sorted(n for n, _ in kernels if n.startswith("DmlFusedNode_"))
+                if assignment:  # ORT's own record wins over the log
+                    recorded = {a[1]: a[0] for a in assignment}
+                    placement = {n: recorded[n] for n in names if n in recorded}
+                    unresolved = [n for n in names if n not in recorded]
                 outputs = None
                 if r.get("ok"):
                     outputs = _load_outputs(folder / r["outputs_file"], r["output_dtypes"])
@@ -318,6 +350,7 @@ def run_cases(cases: list[Case], *, sessions_per_process: int = 4) -> list[CaseR
                     name=case.name, ok=bool(r.get("ok")), error=error, outputs=outputs,
                     providers=r.get("providers") or [], placement=placement if r.get("ok") or placed else {},
                     copies=copies, fused=fused, unresolved=unresolved if r.get("ok") else [],
+                    assignment=assignment, memcpy=[n for n, op in kernels if op.startswith("Memcpy")],
                     stage=r.get("stage", ""), session_s=r.get("session_s"),
                     log="\n".join(m for m in msgs if not m.startswith(_NOISE)))
             if len(done_ids) < len(chunk):

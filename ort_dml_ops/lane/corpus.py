@@ -4,10 +4,9 @@ Each `Spec` is a tiny model plus inputs. `reference(spec)` computes the expected
 the Linux side with the stock onnxruntime CPU EP (a different build from the DML lane's), so a
 lane result is never compared with itself. Used by tests/dml/ and tools/dml_lane/conformance.py.
 
-Shapes are chosen with element counts that are NOT multiples of 4: under the emulator, DirectML's
-vectorized element-wise shaders do not compile (vkd3d-shader cannot parse them; session creation
-fails with DmlGraphFusionHelper.cpp(588) "Invalid parameter"). See docs/dml-lane.md, "Emulator
-limits". `emulator_vec4_specs()` pins that limit on purpose.
+Every case must run on the DML EP and match the reference: the cases that failed under the old
+Wine 8 lane (vkd3d 1.6: vec4 element-wise shaders, 64-bit integer math and casts) are ordinary
+cases now (`former_emulator_failure_specs()` keeps their minimal models). See docs/dml-lane.md.
 """
 
 from __future__ import annotations
@@ -45,8 +44,6 @@ class Spec:
     inputs: dict
     #: node name -> provider the lane must report (checked by the tests)
     expect_placement: dict = field(default_factory=dict)
-    #: regex the error must match when the case is a known failure (emulator limit); None = must pass
-    expect_error: str | None = None
     representative: bool = False
     note: str = ""
     session_options: dict | None = None
@@ -81,25 +78,6 @@ def _data(dtype: str, shape, seed=0, low=-6, high=7):
     return rng.integers(low, high, shape).astype(npd)
 
 
-_FUSION_ERR = r"DmlGraphFusionHelper\.cpp\(588\)|Invalid parameter|80070057"
-
-
-def emulator_error(op: str, dtype: str) -> str | None:
-    """Regex of the session-creation error for (op, dtype) pairs that fail under the emulator.
-
-    Measured (docs/dml-lane.md, "Emulator limits"): 64-bit integer multiply/scan and casts from
-    or to a 64-bit type fail to compile under vkd3d; int64 Add/Max/Min/ReduceSum/Where work.
-    """
-    src, _, dst = dtype.partition("->")
-    if op == "CumSum" and dtype in ("int64", "uint64"):
-        return _FUSION_ERR
-    if op == "Mul" and dtype in ("int64", "uint64"):
-        return _FUSION_ERR
-    if op == "Cast" and any(t in ("int64", "uint64", "float64") for t in (src, dst)):
-        return _FUSION_ERR
-    return None
-
-
 def _tol(dtype):
     return {"float16": (1e-2, 1e-2), "float32": (1e-5, 1e-5), "float64": (1e-12, 1e-12)}.get(dtype, (0, 0))
 
@@ -107,7 +85,7 @@ def _tol(dtype):
 # ----------------------------------------------------------------------------- CumSum
 
 def cumsum_spec(dtype="float32", opset=14, *, axis_input=False, reverse=0, exclusive=0, shape=(3, 257), axis=1,
-                name=None, representative=False, expect=None, expect_error=None, note=""):
+                name=None, representative=False, expect=None, note=""):
     e = DTYPES[dtype]
     attrs = {}
     if reverse:
@@ -125,7 +103,7 @@ def cumsum_spec(dtype="float32", opset=14, *, axis_input=False, reverse=0, exclu
         inits.append(oh.make_tensor("axis", T.INT64, [], [axis]))
     m = model([node], ins, [_vi("y", e, list(shape))], inits, opset=opset)
     nm = name or f"CumSum-{dtype}-op{opset}-{'axisinput' if axis_input else 'axisconst'}-r{reverse}e{exclusive}"
-    return Spec(nm, "CumSum", dtype, opset, m, feeds, expect_placement=expect or {}, expect_error=expect_error,
+    return Spec(nm, "CumSum", dtype, opset, m, feeds, expect_placement=expect or {},
                 representative=representative, note=note, tol=_tol(dtype))
 
 
@@ -146,9 +124,8 @@ def scatter_elements_spec(dtype="float32", opset=16, reduction="none", *, shape=
     idx = idx.astype(np.int64)
     updates = _data(dtype, upd_shape, seed=3, low=1, high=4)
     attrs = {"axis": axis}
-    if reduction != "none" or opset >= 16:
-        if reduction != "none":
-            attrs["reduction"] = reduction
+    if reduction != "none":
+        attrs["reduction"] = reduction
     node = oh.make_node("ScatterElements", ["data", "indices", "updates"], ["y"], name="scatter", **attrs)
     m = model([node], [_vi("data", e, list(shape)), _vi("indices", T.INT64, upd_shape), _vi("updates", e, upd_shape)],
               [_vi("y", e, list(shape))], opset=opset)
@@ -188,10 +165,8 @@ def unary_binary_spec(op, dtype, opset, *, n_inputs=2, shape=(3, 7), out_dtype=N
     oe = DTYPES[out_dtype] if out_dtype else e
     node = oh.make_node(op, inputs, ["y"], name=op.lower(), **(attrs or {}))
     m = model([node], ins, [_vi("y", oe, list(shape))], opset=opset)
-    err = emulator_error(op, dtype)
     return Spec(name or f"{op}-{dtype}-op{opset}", op, dtype, opset, m, feeds, expect_placement=expect or {},
-                representative=representative, tol=_tol(dtype), expect_error=err,
-                note="known emulator failure (64-bit integer math)" if err else "")
+                representative=representative, tol=_tol(dtype))
 
 
 def _reduce_spec(op, dtype, opset, representative=False, expect=None):
@@ -287,10 +262,8 @@ def _cast_spec(src, dst, opset, representative=False):
     x = _data(src, (3, 7), seed=56)
     node = oh.make_node("Cast", ["x"], ["y"], name="cast", to=DTYPES[dst])
     m = model([node], [_vi("x", DTYPES[src], [3, 7])], [_vi("y", DTYPES[dst], [3, 7])], opset=opset)
-    err = emulator_error("Cast", f"{src}->{dst}")
     return Spec(f"Cast-{src}-to-{dst}-op{opset}", "Cast", f"{src}->{dst}", opset, m, {"x": x},
-                representative=representative, tol=_tol(dst), expect_error=err,
-                note="known emulator failure (cast from/to a 64-bit type)" if err else "")
+                representative=representative, tol=_tol(dst))
 
 
 def _range_spec(dtype, opset, representative=False):
@@ -340,7 +313,7 @@ def _transpose_unsqueeze_spec(dtype, opset, representative=False):
 
 # ----------------------------------------------------------------------------- patterns
 
-def slice_pad_mul_spec(order="slice_pad", shape=(3, 257), opset=17, name=None, expect_error=None):
+def slice_pad_mul_spec(order="slice_pad", shape=(3, 257), opset=17, name=None, note=""):
     """The shift pattern of an exclusive scan lowering: x * shift(x) with a pad value of 1."""
     n = shape[-1]
     inits = [oh.make_tensor("st", T.INT64, [1], [0]), oh.make_tensor("en", T.INT64, [1], [n - 1]),
@@ -360,7 +333,7 @@ def slice_pad_mul_spec(order="slice_pad", shape=(3, 257), opset=17, name=None, e
     m = model(nodes, [_vi("x", T.FLOAT, list(shape))], [_vi("y", T.FLOAT, list(shape))], inits, opset=opset)
     x = _data("float32", shape, seed=60)
     return Spec(name or f"{order.replace('_', '->')}->Mul-{'x'.join(map(str, shape))}-op{opset}",
-                "Slice/Pad/Mul", "float32", opset, m, {"x": x}, expect_error=expect_error)
+                "Slice/Pad/Mul", "float32", opset, m, {"x": x}, note=note)
 
 
 def cumprod_custom_model(shape=(3, 7), dtype="float32"):
@@ -396,24 +369,17 @@ def known_specs() -> list[Spec]:
     return s
 
 
-def emulator_failure_specs() -> list[Spec]:
-    """Known emulator limits: each must still FAIL (so we learn when that changes)."""
-    err = _FUSION_ERR
+def former_emulator_failure_specs() -> list[Spec]:
+    """Minimal models that failed at session creation under the Wine 8 lane (vkd3d 1.6) with
+    `DmlGraphFusionHelper.cpp(588) 80070057` although real DirectML runs them; on the Wine 10
+    lane they must run on the DML EP and match the reference like any other case."""
+    vec4 = "Wine 8 lane: vkd3d 1.6 could not compile DirectML's vec4 element-wise shader"
     return [
-        cumsum_spec("int64", 14, expect_error=err, representative=True,
-                    note="int64 CumSum fails at session creation under the emulator"),
-        slice_pad_mul_spec("slice_pad", shape=(3, 256), expect_error=err,
-                           name="Slice->Pad(1)->Mul-3x256-op17 (vec4)"),
-        _vec4_mul_spec(err),
-        _with_options(slice_pad_mul_spec("slice_pad", shape=(3, 256), expect_error=r"80070057|Invalid parameter",
-                                         name="Slice->Pad(1)->Mul-3x256-op17 (vec4, graph fusion off)"),
-                      {"config": {"ep.dml.disable_graph_fusion": "1"}}),
+        cumsum_spec("int64", 14, representative=True, expect={"cumsum": DML},
+                    note="Wine 8 lane: int64 CumSum failed at session creation"),
+        slice_pad_mul_spec("slice_pad", shape=(3, 256), name="Slice->Pad(1)->Mul-3x256-op17 (vec4)", note=vec4),
+        _vec4_mul_spec(vec4),
     ]
-
-
-def _with_options(spec: Spec, options: dict) -> Spec:
-    spec.session_options = options
-    return spec
 
 
 def cpu_fallback_guard_spec() -> Spec:
@@ -428,11 +394,35 @@ def cpu_fallback_guard_spec() -> Spec:
     return sp
 
 
-def _vec4_mul_spec(err):
+def _vec4_mul_spec(note):
     sp = unary_binary_spec("Mul", "float32", 17, shape=(2, 8), name="Mul-float32-2x8-op17 (vec4)")
-    sp.expect_error = err
-    sp.note = "element-wise binary op on a multiple of 4 elements: vkd3d cannot parse DML's vec4 shader"
+    sp.note = note
     return sp
+
+
+def reshape_allowzero_specs() -> list[Spec]:
+    """Reshape-14 with allowzero=1 and 0, static and symbolic input shapes (issue 13 item 5).
+
+    torch.onnx's dynamo exporter writes every `view` as Reshape(allowzero=1) (RoBERTa's
+    node_view_1, PyG's GCNConv node_view_1). On the DML EP, allowzero=1 fails kernel creation in
+    ORT's MLOperatorAuthorImpl.cpp: at session creation when the input shape is static (80070057),
+    at the first run when it is symbolic (the kernel is created then; the HRESULT varies from run to
+    run: 8007000E, 8007023E, 80070057); allowzero=0 runs.
+    The DML EP implements Reshape as a copy (DmlOperatorCopy.cpp) and its shape helper never reads
+    allowzero (OperatorHelper.cpp, ReshapeHelper), so the work DirectML and vkd3d see is the same
+    for both values: the refusal is ORT's DML EP, not the emulator. The shape holds no 0, so both
+    values mean the same Reshape."""
+    out = []
+    for allowzero in (0, 1):
+        for symbolic in (False, True):
+            shape = ["N", 8] if symbolic else [7, 8]
+            node = oh.make_node("Reshape", ["x", "shape"], ["y"], name="view", allowzero=allowzero)
+            m = model([node], [_vi("x", T.FLOAT, shape)], [_vi("y", T.FLOAT, ["M"])],
+                      [oh.make_tensor("shape", T.INT64, [1], [-1])], opset=20)
+            out.append(Spec(f"Reshape-allowzero{allowzero}-{'symbolic' if symbolic else 'static'}-op20", "Reshape",
+                            "float32", 20, m, {"x": _data("float32", (7, 8), seed=61)},
+                            expect_placement={"view": DML}))
+    return out
 
 
 def working_pattern_specs() -> list[Spec]:
@@ -462,9 +452,8 @@ def op_specs(opsets=REPRESENTATIVE_OPSETS, *, full=False) -> list[Spec]:
                     rep = axis_input and dt == (floats[i % 2] if op >= 14 else "float32")
                     rep = rep or (not axis_input and dt in ("int32", "uint32") and i == 1)
                     expect = {"cumsum": CPU if dt == "float64" else DML}
-                    err = emulator_error("CumSum", dt)
                     s.append(cumsum_spec(dt, op, axis_input=axis_input, reverse=rev, exclusive=exc,
-                                         representative=rep, expect=expect, expect_error=err))
+                                         representative=rep, expect=expect))
         # ScatterElements / ScatterND
         reds = ("none",) if op < 16 else ("none", "add", "mul") + (("max", "min") if op >= 18 else ())
         for dt in ("float32", "float16", "int32", "int64"):
@@ -522,7 +511,7 @@ def op_specs(opsets=REPRESENTATIVE_OPSETS, *, full=False) -> list[Spec]:
 def all_specs(*, full: bool = False) -> list[Spec]:
     opsets = ALL_OPSETS if full else REPRESENTATIVE_OPSETS
     seen, out = set(), []
-    for sp in known_specs() + emulator_failure_specs() + working_pattern_specs() + op_specs(opsets, full=full):
+    for sp in known_specs() + former_emulator_failure_specs() + working_pattern_specs() + op_specs(opsets, full=full):
         if sp.name in seen:
             continue
         seen.add(sp.name)
@@ -531,7 +520,7 @@ def all_specs(*, full: bool = False) -> list[Spec]:
 
 
 def representative_specs() -> list[Spec]:
-    pinned = {s.name for s in emulator_failure_specs()}
+    pinned = {s.name for s in former_emulator_failure_specs()}
     return [s for s in all_specs() if s.representative or s.name in pinned or s.op == "Slice/Pad/Mul"]
 
 

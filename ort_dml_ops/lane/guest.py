@@ -4,7 +4,10 @@
 
 The manifest lists cases (a model file, an inputs .npz, provider, options). For each case this
 script creates one ONNX Runtime session with a session log id unique to the case (so the host
-can attribute ORT's verbose "Node placements" log lines to it), runs it once, and writes
+can attribute ORT's verbose log lines to it), with ORT's own record of where each node went
+(session config `session.record_ep_graph_assignment_info`, read back with
+`get_provider_graph_assignment_info()`) and with profiling on (the `*_kernel_time` events of
+Memcpy nodes count the copies ORT inserted), runs it once, and writes
 `<id>.result.json` (+ `<id>.out.npz`) next to the manifest *as soon as the case is done*, so a
 crash loses at most the case in flight. Standard library + numpy + onnxruntime only (numpy < 2
 here); `ort_dml_ops` is imported only for use_fallback cases.
@@ -70,6 +73,8 @@ def _session_options(opts: dict, logid: str):
     so.enable_mem_pattern = False  # as ORT asks for DML
     so.log_severity_level = 0  # verbose: ORT prints its "Node placements" section
     so.logid = logid
+    so.add_session_config_entry("session.record_ep_graph_assignment_info", "1")
+    so.enable_profiling = True
     level = opts.get("graph_optimization_level", "ORT_DISABLE_ALL")
     if isinstance(level, str):
         level = getattr(ort.GraphOptimizationLevel, level)
@@ -86,6 +91,24 @@ def _session_options(opts: dict, logid: str):
     return so
 
 
+def _assignment(sess) -> list:
+    """ORT's own record: [[ep, node name, op_type, domain], ...] for every node of the graph
+    it partitioned (original names, also inside DmlFusedNode_* partitions)."""
+    return [[entry.ep_name, n.name, n.op_type, n.domain]
+            for entry in sess.get_provider_graph_assignment_info() for n in entry.get_nodes()]
+
+
+def _kernels(profile_path: str) -> list:
+    """[[node name, op name], ...] of the kernels that ran, from the profile's `*_kernel_time`
+    events (a DmlFusedNode_* partition is one kernel; Memcpy nodes are the copies)."""
+    with open(profile_path, encoding="utf-8") as f:
+        events = json.load(f)
+    os.remove(profile_path)
+    ran = {(e["name"][: -len("_kernel_time")], str((e.get("args") or {}).get("op_name", "")))
+           for e in events if e.get("cat") == "Node" and e.get("name", "").endswith("_kernel_time")}
+    return sorted([name, op] for name, op in ran)
+
+
 def run_case(case: dict, folder: str) -> dict:
     import numpy as np  # noqa: F401
     import onnxruntime as ort
@@ -97,6 +120,7 @@ def run_case(case: dict, folder: str) -> dict:
     t0 = time.perf_counter()
     try:
         so = _session_options(opts, logid=f"case{cid}")
+        so.profile_file_prefix = os.path.join(folder, f"{cid}.profile")
         if case["provider"] == "dml":
             po = {"device_id": "0"}
             po.update({str(k): str(v) for k, v in (opts.get("provider_options") or {}).items()})
@@ -109,12 +133,14 @@ def run_case(case: dict, folder: str) -> dict:
         feeds = _load_arrays(os.path.join(folder, case["inputs"]), case.get("input_dtypes") or {})
         result["stage"] = "session"
         if case.get("use_fallback"):
-            from ort_dml_ops import InferenceSession  # the live working tree (DML_LANE_PYTHONPATH)
+            # this package as the host has it (DML_LANE_PYTHONPATH)
+            from ort_dml_ops import InferenceSession
 
             sess = InferenceSession(model_path, providers=providers, sess_options=so)
         else:
             sess = ort.InferenceSession(model_path, so, providers=providers)
         result["providers"] = list(sess.get_providers())
+        result["assignment"] = _assignment(sess)
         result["session_s"] = round(time.perf_counter() - t0, 3)
         if not result["providers"] or result["providers"][0] != want:
             result["stage"] = "providers"
@@ -124,6 +150,7 @@ def run_case(case: dict, folder: str) -> dict:
         result["output_names"] = [o.name for o in sess.get_outputs()]
         result["output_dtypes"] = _save_arrays(os.path.join(folder, f"{cid}.out.npz"), outs)
         result["outputs_file"] = f"{cid}.out.npz"
+        result["kernels"] = _kernels(sess.end_profiling())
         result["ok"] = True
         result["stage"] = "done"
     except BaseException as exc:  # noqa: BLE001 - every failure is a result

@@ -19,8 +19,9 @@ _TIMINGS: list[tuple[str, int, float]] = []
 
 
 def sessions_per_process() -> int:
-    # 16: with VKD3D_CONFIG=virtual_heaps (run.sh default) a DML session costs ~20 MB, not 1.4 GB
-    return int(os.environ.get("DML_LANE_SESSIONS", "16"))
+    """DML sessions per guest process: each keeps ~0.5 GB of shared memory until its process
+    exits (VKD3D_CONFIG empty, which fused graphs need), so 4 bound a batch to ~2 GB."""
+    return int(os.environ.get("DML_LANE_SESSIONS", "4"))
 
 
 @pytest.fixture(scope="session")
@@ -34,7 +35,7 @@ def lane_ready():
 @pytest.fixture(scope="module")
 def lane_results(request, lane_ready):
     """{case name: CaseResult} for every case in the module's LANE_CASES, run in one batch."""
-    cases = list(getattr(request.module, "LANE_CASES"))
+    cases = list(request.module.LANE_CASES)
     t0 = time.perf_counter()
     results = run_cases(cases, sessions_per_process=sessions_per_process())
     _TIMINGS.append((request.module.__name__, len(cases), time.perf_counter() - t0))

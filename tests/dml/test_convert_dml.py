@@ -3,28 +3,14 @@ models — no node at all on the CPU EP — and their outputs equal numpy refere
 
 One `run_cases` batch (the module's LANE_CASES, run by conftest's `lane_results`): CumProd
 (blocked/transposed and single-chain paths), ScatterElements with a reduction and duplicate
-indices, ScatterElements at opset 18, ScatterND max at opset 18, and an ONNX CumProd-26 model
-brought to opset 21.
-
-How these models are run, and why (measured 2026-11-22; docs/convert.md "DML lane findings"):
-
-* With DML graph fusion disabled (`ep.dml.disable_graph_fusion=1`). Placement is decided by
-  partitioning, before fusion; fusion only decides whether the DML EP compiles its nodes into
-  one DirectML graph or into one DirectML operator each — so every node still runs on the DML
-  EP, and ORT's log names each one. Under the emulator a fused DirectML graph of 5 or more nodes
-  crashes the process at its first run (5 chained Relu: segfault; 4: fine), which no lowering of
-  a scan can avoid; `test_emulator_limit` pins that (with a 5-Relu repro).
-* Shapes keep every float32 element-wise binary op off element counts that are multiples of 4:
-  the emulator cannot compile DirectML's vectorized float32 binary shader (a plain Mul of two
-  [2, 8] float32 tensors fails). `test_emulator_limit` pins it with the shapes this test
-  used before.
-* float64 CumSum (Cast -> float32 CumSum -> Cast) cannot run on the lane: no 64-bit Cast
-  (int64 or float64, either direction) compiles under the emulator; `test_emulator_limit` pins it.
+indices, ScatterElements at opset 18, ScatterND max at opset 18, an ONNX CumProd-26 model brought
+to opset 21, and the cases that only failed under the old Wine 8 lane (a blocked CumProd whose
+float32 Mul has a multiple of 4 elements: DirectML's vec4 shader; a float64 CumSum, whose
+lowering casts float64 <-> float32; a fused chain of 5 Relu, which crashed). Graph fusion is on (ORT's default), as for users: the
+placement comes from ORT's assignment record, which names the nodes inside DmlFusedNode_*.
 """
 
 from __future__ import annotations
-
-import re
 
 import numpy as np
 import pytest
@@ -36,16 +22,6 @@ from ort_dml_ops.lane import CPU, DML, Case
 from tests.support import np_scatter_elements
 
 pytestmark = pytest.mark.dml
-
-NO_FUSION = {"config": {"ep.dml.disable_graph_fusion": "1"}}
-#: failure signatures on the lane: a DirectML operator or graph that does not compile
-#: (80070057 at kernel creation or in graph fusion), or the guest segfaulting at its first run
-COMPILE_ERROR = r"(MLOperatorAuthorImpl\.cpp\(2412\)|DmlGraphFusionHelper\.cpp\(588\)).*80070057"
-CRASH = r"guest process died while running this case \(rc=139\)"
-
-
-class EmulatorFailure(Exception):
-    """The case failed on the lane with the signature of its known emulator limit."""
 
 # self-contained (tests/dml is not a package): tiny copies of the helpers in tests/lowering
 
@@ -105,7 +81,7 @@ def _scatternd_max(name, dshape, rows, seed=2):
 
 
 def _models():
-    """(name, original model, feeds, numpy reference): lane-friendly shapes (see the docstring)."""
+    """(name, original model, feeds, numpy reference)."""
     return [
         _cumprod("cumprod_blocked", [3, 35], {"exclusive": 1}, 1),  # 7 blocks of 5 columns, then a chain of 7
         _cumprod("cumprod_chain_op13", [3, 5, 8], {"reverse": 1}, -1, opset=13),  # one chain
@@ -114,7 +90,16 @@ def _models():
         _scatter_elements("scatter_none_op18", [5, 7], [5, 3], "none", 18, unique=True),
         _scatter_elements("scatter_none_op18_6x8", [6, 8], [6, 5], "none", 18, unique=True),
         _scatternd_max("scatternd_max_op18", [5, 3], np.array([1, 3, 1])),
+        # Wine 8 lane: float32 Mul of [40, 1, 1] columns (a multiple of 4 elements, vec4 shader)
+        _cumprod("cumprod_blocked_4x40", [4, 40], {"exclusive": 1}, 1),
+        _cumsum_f64("cumsum_f64_cast", [3, 7]),  # Wine 8 lane: no 64-bit Cast compiled
     ]
+
+
+def _cumsum_f64(name, shape, seed=5):
+    x = np.random.default_rng(seed).normal(size=shape)
+    m = single_op("CumSum", [("x", np.float64, shape)], opset=17, inits={"axis": np.array(1, np.int64)})
+    return name, m, {"x": x}, np.cumsum(x, axis=1)
 
 
 MODELS = {name: (convert(m, "dml").model, feeds, want) for name, m, feeds, want in _models()}
@@ -129,38 +114,10 @@ def _chain(op, n, size=15):
     return m
 
 
-def _emulator_cases():
-    """name -> (Case, reason): each fails on the lane because of the emulator (docs/dml-lane.md)."""
-    rng = np.random.default_rng(5)
-    x15 = rng.normal(size=[15]).astype(np.float32)
-    out = {}
-    fused = "DML graph fusion on (the default): a fused DirectML graph of >= 5 nodes crashes or fails to compile under the emulator"
-    # scatter_add_op17 failed to compile fused until the scatter lowering's Gather-based selects
-    # (signed zeros, 2026-11-22); since then its fused graph segfaults at the first run instead
-    for name, sig in (("cumprod_blocked", CRASH), ("scatter_add_op17", CRASH)):
-        model, feeds, _ = MODELS[name]
-        out[f"{name}@fused"] = (Case(f"{name}@fused", model, feeds), fused, sig)
-    out["relu5@fused"] = (Case("relu5@fused", _chain("Relu", 5), {"x": x15}),
-                          "minimal repro: 5 chained float32 Relu on 15 elements, fused: the process segfaults at run", CRASH)
-    _, m, feeds, _ = _cumprod("cumprod_blocked_4x40", [4, 40], {"exclusive": 1}, 1)
-    out["cumprod_blocked_4x40"] = (Case("cumprod_blocked_4x40", convert(m, "dml").model, feeds, session_options=NO_FUSION),
-                                   "float32 Mul of [40, 1, 1] columns (40 elements, a multiple of 4): DirectML's "
-                                   "vectorized shader does not compile under the emulator (MLOperatorAuthorImpl.cpp(2412))",
-                                   COMPILE_ERROR)
-    xd = rng.normal(size=[3, 7])
-    m = single_op("CumSum", [("x", np.float64, [3, 7])], opset=17, inits={"axis": np.array(1, np.int64)})
-    out["cumsum_f64_cast"] = (Case("cumsum_f64_cast", convert(m, "dml").model, {"x": xd}, session_options=NO_FUSION),
-                              "Cast float64 <-> float32 (any 64-bit Cast) does not compile under the emulator",
-                              COMPILE_ERROR)
-    return out
+CONTROLS = {n: Case(n, _chain("Relu", k), {"x": np.random.default_rng(6).normal(size=[15]).astype(np.float32)})
+            for n, k in (("relu4@fused", 4), ("relu5@fused", 5))}  # Wine 8 lane: 5 fused nodes crashed
 
-
-EMULATOR = _emulator_cases()
-CONTROLS = {"relu4@fused": Case("relu4@fused", _chain("Relu", 4),
-                                {"x": np.random.default_rng(6).normal(size=[15]).astype(np.float32)})}
-
-LANE_CASES = ([Case(name, model, feeds, provider="dml", session_options=NO_FUSION) for name, (model, feeds, _) in MODELS.items()]
-              + [c for c, _, _ in EMULATOR.values()] + list(CONTROLS.values()))
+LANE_CASES = [Case(name, model, feeds) for name, (model, feeds, _) in MODELS.items()] + list(CONTROLS.values())
 
 
 @pytest.mark.parametrize("name", list(MODELS))
@@ -173,9 +130,10 @@ def test_converted_model_runs_entirely_on_dml(lane_results, name):
     assert set(r.placement) == names, f"placement read for {sorted(set(r.placement) ^ names)}"
     assert not r.on(CPU), f"on CPU: {r.on(CPU)}"
     assert not r.copies, r.copies
+    assert not r.memcpy, r.memcpy
     got = r.outputs[0]
     assert got.shape == want.shape and got.dtype == want.dtype
-    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)  # float64 CumSum: a float32 scan
 
 
 def test_converted_models_have_no_cpu_node_per_inspect():
@@ -185,20 +143,10 @@ def test_converted_models_have_no_cpu_node_per_inspect():
         assert inspect(model, "dml").to_dict()["summary"]["cpu_nodes"] == 0, name
 
 
-def test_fused_graph_control_runs(lane_results):
-    r = lane_results["relu4@fused"]
-    assert r.ok, f"{r.stage}: {r.error}"
-    np.testing.assert_array_equal(r.outputs[0], np.maximum(CONTROLS["relu4@fused"].inputs["x"], 0))
-
-
-@pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.xfail(strict=True, raises=EmulatorFailure, reason=why))
-                                  for n, (_, why, _) in EMULATOR.items()])
-def test_emulator_limit(lane_results, name):
-    """Cases that would run on real DirectML but fail under vkd3d/lavapipe. Strict xfail that
-    only accepts the known failure signature: a run that passes (the emulator changed) or fails
-    another way is a test failure."""
+@pytest.mark.parametrize("name", list(CONTROLS))
+def test_fused_relu_chain_runs_on_dml(lane_results, name):
     r = lane_results[name]
-    if not r.ok:
-        if re.search(EMULATOR[name][2], r.error or "", re.S):
-            raise EmulatorFailure(f"{name}: {r.stage}: {(r.error or '').splitlines()[0][:300]}")
-        pytest.fail(f"{name} failed, but not with its known emulator signature: {r.stage}: {r.error}")
+    assert r.ok, f"{r.stage}: {r.error}"
+    assert r.providers[0] == DML and set(r.placement.values()) == {DML}, r.placement
+    assert r.fused, "graph fusion did not run"
+    np.testing.assert_array_equal(r.outputs[0], np.maximum(CONTROLS[name].inputs["x"], 0))

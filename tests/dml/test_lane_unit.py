@@ -54,3 +54,18 @@ def test_lane_unavailable_reason(tmp_path, monkeypatch):
     assert not ok and "make dml-lane" in why
     monkeypatch.setenv("ORT_DML_OPS_NO_LANE", "1")
     assert lane.lane_available() == (False, "ORT_DML_OPS_NO_LANE=1")
+
+
+def test_lane_on_wine8_direct3d_is_not_available(tmp_path, monkeypatch):
+    """A lane whose run.sh does not load Wine 10's Direct3D 12 stack is refused, not used."""
+    monkeypatch.setenv("DML_LANE", str(tmp_path))
+    monkeypatch.delenv("ORT_DML_OPS_NO_LANE", raising=False)
+    (tmp_path / "cp311" / "Lib" / "site-packages" / "onnxruntime").mkdir(parents=True)
+    (tmp_path / "smoke.ok").write_text("x\n")
+    (tmp_path / "run.sh").write_text('export WINEDLLOVERRIDES="mscoree,mshtml=;winedbg.exe=d"\n')
+    ok, why = lane.lane_available()
+    if "not on PATH" in why:
+        return  # no Wine on this machine: the earlier check answers first
+    assert not ok and "Wine 8's own Direct3D 12" in why and "make dml-lane" in why
+    (tmp_path / "run.sh").write_text('export WINEDLLOVERRIDES="mscoree,mshtml=;d3d12,d3d12core,dxgi,wined3d=n"\n')
+    assert lane.lane_available() == (True, "")

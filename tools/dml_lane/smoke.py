@@ -5,13 +5,12 @@ guest packages import (onnx, onnxruntime_extensions, ml_dtypes, onnx_ir).
 """
 import sys
 
+import ml_dtypes  # noqa: F401
 import numpy as np
 import onnx
 import onnx.helper as oh
-import onnxruntime as ort
-
-import ml_dtypes  # noqa: F401
 import onnx_ir  # noqa: F401
+import onnxruntime as ort
 import onnxruntime_extensions
 
 x = (np.arange(3 * 257, dtype=np.float32) % 13 - 6).reshape(3, 257)

@@ -1,0 +1,64 @@
+"""The lane set-up's byte patches (tools/dml_lane/dll_patches.py) and the installed lane.
+
+The refusal tests need no lane. The `dml`-marked test checks the lane in use: its prefix holds
+the four DLLs with the pinned patched SHA-256, every patch site of wined3d.dll holds the new
+bytes inside the function the pin table names (read from the DLL's own COFF symbols), and
+run.sh loads them as native with VKD3D_CONFIG empty by default.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+
+import pytest
+
+from ort_dml_ops.lane import lane_available, lane_dir
+
+_SPEC = importlib.util.spec_from_file_location(
+    "dll_patches",
+    Path(__file__).resolve().parents[2] / "tools" / "dml_lane" / "dll_patches.py",
+)
+P = importlib.util.module_from_spec(_SPEC)
+sys.modules.setdefault("dll_patches", P)  # dataclasses look their module up
+_SPEC.loader.exec_module(P)
+
+
+def test_unknown_binary_is_refused():
+    with pytest.raises(P.PatchRefused, match="unknown binary"):
+        P.patched_bytes("wined3d.dll", b"MZ" + bytes(4094))
+
+
+def test_other_dll_is_refused():
+    with pytest.raises(P.PatchRefused, match="not one of"):
+        P.patched_bytes("d3d11.dll", b"MZ")
+
+
+def test_every_site_keeps_its_length():
+    for site in (P.MARKER, *P.VKD3D_SITES):
+        assert len(site.old) == len(site.new), site.what
+
+
+@pytest.mark.dml
+def test_lane_holds_the_patched_direct3d12_stack():
+    ok, why = lane_available()
+    if not ok:
+        pytest.skip(f"DML lane unavailable: {why}")
+    sys32 = lane_dir() / "wpfx" / "drive_c" / "windows" / "system32"
+    for name in P.DLLS:
+        data = (sys32 / name).read_bytes()
+        assert P.state(name, data) == "patched", name
+        assert data[P.MARKER_OFFSET : P.MARKER_OFFSET + 16] == P.MARKER.new
+    wined3d = (sys32 / "wined3d.dll").read_bytes()
+    pe = P.PE(wined3d)
+    for site in P.VKD3D_SITES:
+        off = pe.offset(site.rva)
+        assert wined3d[off : off + len(site.new)] == site.new, site.what
+        assert site.function in pe.function_at(site.rva), (
+            site.what,
+            pe.function_at(site.rva),
+        )
+    run_sh = (lane_dir() / "run.sh").read_text()
+    assert "d3d12,d3d12core,dxgi,wined3d=n" in run_sh
+    assert "VKD3D_CONFIG=${VKD3D_CONFIG-}" in run_sh
