@@ -129,15 +129,33 @@ def static_shape(value: ir.Value) -> list[int | None] | None:
 
 
 class Emitter:
-    """Builds replacement nodes for one original node."""
+    """Builds replacement nodes for one original node.
+
+    The same op on the same inputs with the same attributes is emitted once, and so is each
+    small constant (up to 64 elements): a rule's graph then holds no common subexpression, so
+    there is nothing for ONNX Runtime's CommonSubexpressionElimination / ConstantSharing to
+    merge, and `inspect` need not guess which copies ORT keeps."""
+
+    SMALL_CONST = 64
 
     def __init__(self, ctx: RewriteContext, prefix: str):
         self.ctx = ctx
         self.prefix = prefix or "node"
         self.nodes: list[ir.Node] = []
+        self._ops: dict = {}
+        self._consts: dict = {}
 
     # -- plumbing -------------------------------------------------------------------------
     def op(self, op_type: str, *inputs: ir.Value | None, outputs: int = 1, domain: str = "", dtype: ir.DataType | None = None, shape: Sequence[int | None] | None = None, **attrs: Any):
+        key = (domain, op_type, outputs, tuple(id(v) for v in inputs), repr(dtype), repr(shape),
+               tuple(sorted((k, repr(v)) for k, v in attrs.items() if v is not None)))
+        if key in self._ops:
+            return self._ops[key]
+        out = self._emit(op_type, inputs, outputs, domain, dtype, shape, attrs)
+        self._ops[key] = out
+        return out
+
+    def _emit(self, op_type, inputs, outputs, domain, dtype, shape, attrs):
         name = self.ctx.unique(f"{self.prefix}/{op_type}")
         outs = [ir.Value(name=self.ctx.unique(f"{name}:{i}")) for i in range(outputs)]
         attributes = [ir.convenience.convert_attribute(k, v) for k, v in attrs.items() if v is not None]
@@ -153,6 +171,14 @@ class Emitter:
 
     def const(self, array: Any, dtype: Any = None) -> ir.Value:
         arr = np.asarray(array, dtype=dtype)
+        if arr.size <= self.SMALL_CONST:
+            key = (arr.dtype.str, arr.shape, arr.tobytes())
+            if key not in self._consts:
+                self._consts[key] = self._new_const(arr)
+            return self._consts[key]
+        return self._new_const(arr)
+
+    def _new_const(self, arr: np.ndarray) -> ir.Value:
         graph = self.ctx.graph
         if isinstance(graph, ir.Graph):  # an initializer: ORT folds Constant nodes into one anyway
             v = ir.Value(name=self.ctx.unique(f"{self.prefix}/const"), const_value=ir.tensor(arr))
@@ -199,14 +225,14 @@ class Emitter:
             return self.op("Squeeze", x, self.i64(list(axes)))
         return self.op("Squeeze", x, axes=list(axes))
 
-    def reshape(self, x: ir.Value, shape: Sequence[int] | ir.Value) -> ir.Value:
+    def reshape(self, x: ir.Value, shape: Sequence[int] | ir.Value, zeros_mapped: bool = False) -> ir.Value:
         """Reshape to a list of ints (no 0 in it) or to a shape tensor, which may hold a run-time 0
         (an empty tensor). Reshape reads a 0 as "copy this dim" unless allowzero=1, and the DML EP
         fails kernel creation on allowzero=1 (tests/dml, issue 13): so a shape tensor's zeros become
         -1 (`zeros_inferred`), which is exact where at most one dim is 0 — the callers never put a
         -1 beside a size that may be 0."""
         if isinstance(shape, ir.Value):
-            return self.op("Reshape", x, zeros_inferred(self, shape))
+            return self.op("Reshape", x, shape if zeros_mapped else zeros_inferred(self, shape))
         return self.op("Reshape", x, self.i64(list(shape)))
 
     def cast(self, x: ir.Value, to: ir.DataType) -> ir.Value:

@@ -303,6 +303,11 @@ def scan_symbolic(e: Emitter, x: ir.Value, shape: list[int | None], axis: int, o
     below 2^31 needs — on a tensor b^levels times smaller than x.
     """
     post = shape[axis + 1:]
+    others = shape[:axis] + post
+    if any(d is None or d == 0 for d in others):
+        y = scan_doubling(e, x, axis, len(shape), op, exclusive, reverse, dtype)
+        return y, (f"symbolic axis length and other dims symbolic: {DYN_STEPS}-step doubling scan on x itself "
+                   "(exact for empty tensors too)")
     I_static = int(np.prod(post)) if all(d is not None for d in post) else None
     small_inner = I_static is not None and I_static < SMALL_INNER
     b, levels = (RADIX, 4) if small_inner else (DYN_BLOCK, 2)
@@ -369,6 +374,35 @@ def _doubling(e: Emitter, x: ir.Value, n, op: str, exclusive: bool, reverse: boo
 
     y = x
     for k in range(steps):
+        y = e.op(op, y, shift(y, 2**k), dtype=dtype)
+    if exclusive:
+        y = shift(y, 1)
+    return y
+
+
+def scan_doubling(e: Emitter, x: ir.Value, axis: int, rank: int, op: str, exclusive: bool, reverse: bool, dtype: ir.DataType) -> ir.Value:
+    """Hillis–Steele on x itself along `axis`, pad widths clipped to the run-time axis length
+    (DYN_STEPS full-size steps): no Reshape, so it is exact for empty tensors of any shape —
+    the radix scan's views cannot express two zero dims without Reshape's allowzero, which the
+    DML EP refuses."""
+    ident = e.const(np.asarray(_identity(op, dtype), dtype=dtype.numpy()))
+    n = e.slice(e.op("Shape", x), [axis], [axis + 1], [0])  # [1] int64
+    zeros_before = e.i64([0] * axis)
+    zeros_mid = e.i64([0] * (rank - 1))
+    zeros_after = e.i64([0] * (rank - axis - 1))
+
+    def shift(t: ir.Value, s: int) -> ir.Value:
+        w = e.op("Min", e.i64([s]), n)
+        parts = [zeros_before, e.i64([0]), zeros_mid, w, zeros_after] if reverse else [zeros_before, w, zeros_mid, e.i64([0]), zeros_after]
+        parts = [p for p in parts if not (p is zeros_before and axis == 0) and not (p is zeros_after and axis == rank - 1) and not (p is zeros_mid and rank == 1)]
+        pads = e.op("Concat", *parts, axis=0)
+        padded = e.pad(t, pads, ident)
+        if reverse:
+            return e.op("Slice", padded, w, e.op("Add", w, n), e.i64([axis]), dtype=dtype)
+        return e.op("Slice", padded, e.i64([0]), n, e.i64([axis]), dtype=dtype)
+
+    y = x
+    for k in range(DYN_STEPS):
         y = e.op(op, y, shift(y, 2**k), dtype=dtype)
     if exclusive:
         y = shift(y, 1)

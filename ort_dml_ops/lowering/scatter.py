@@ -36,7 +36,7 @@ import onnx_ir as ir
 
 from .._domain import DOMAIN
 from . import sizes
-from ._base import Emitter, Rewrite, RewriteContext, Rule, attr_int, attr_str
+from ._base import Emitter, Rewrite, RewriteContext, Rule, attr_int, attr_str, zeros_inferred
 from .segscan import (
     BLOCK,
     fold_step,
@@ -111,10 +111,10 @@ class ScatterLowering(Rule):
         vals = e.reshape(updates, [-1])
         width = ctx.options.get("max_io_width") or BLOCK
         out = scatter_flat(e, flat, pos, vals, K, M, red, data.dtype, block=min(BLOCK, width))
-        shape = sizes.shape_tensor(e, data)
+        shape = zeros_inferred(e, sizes.shape_tensor(e, data))
         if ok is not None:
             shape = e.op("Where", ok, shape, e.i64([_BAD_DIM] * len(ddims)))
-        y = e.reshape(out, shape)
+        y = e.reshape(out, shape, zeros_mapped=True)
         if ok is not None:
             e.nodes[-1].name = ctx.unique(f"{e.prefix}/IndexOrSizeOutOfRange")
         note = f"{_show(K)} updates into {_show(M)} elements; reduction {red}"

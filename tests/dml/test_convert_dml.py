@@ -102,7 +102,12 @@ def _cumsum_f64(name, shape, seed=5):
     return name, m, {"x": x}, np.cumsum(x, axis=1)
 
 
-MODELS = {name: (convert(m, "dml").model, feeds, want) for name, m, feeds, want in _models()}
+#: the lowerings themselves (no run-time index guard): every node on DML, no copy
+MODELS = {name: (convert(m, "dml", check_indices=False).model, feeds, want) for name, m, feeds, want in _models()}
+#: as convert writes them by default: lowered scatters guard their indices, which hands one flag
+#: to the host per scatter, where two scalar nodes pick the output's shape
+GUARDED = {f"{name}@guarded": (convert(m, "dml").model, feeds, want, m) for name, m, feeds, want in _models()
+           if m.graph.node[0].op_type.startswith("Scatter")}
 
 
 def _chain(op, n, size=15):
@@ -117,7 +122,11 @@ def _chain(op, n, size=15):
 CONTROLS = {n: Case(n, _chain("Relu", k), {"x": np.random.default_rng(6).normal(size=[15]).astype(np.float32)})
             for n, k in (("relu4@fused", 4), ("relu5@fused", 5))}  # Wine 8 lane: 5 fused nodes crashed
 
-LANE_CASES = [Case(name, model, feeds) for name, (model, feeds, _) in MODELS.items()] + list(CONTROLS.values())
+LANE_CASES = ([Case(name, model, feeds) for name, (model, feeds, _) in MODELS.items()] + list(CONTROLS.values())
+              + [Case(name, model, feeds) for name, (model, feeds, _, _) in GUARDED.items()])
+_BAD = {name: dict(feeds, indices=np.where(feeds["indices"] == feeds["indices"].flat[0], 99, feeds["indices"]))
+        for name, (_, feeds, _, _) in GUARDED.items()}
+LANE_CASES += [Case(f"{name}:bad-index", model, _BAD[name]) for name, (model, _, _, _) in GUARDED.items()]
 
 
 @pytest.mark.parametrize("name", list(MODELS))
@@ -150,3 +159,21 @@ def test_fused_relu_chain_runs_on_dml(lane_results, name):
     assert r.providers[0] == DML and set(r.placement.values()) == {DML}, r.placement
     assert r.fused, "graph fusion did not run"
     np.testing.assert_array_equal(r.outputs[0], np.maximum(CONTROLS[name].inputs["x"], 0))
+
+
+@pytest.mark.parametrize("name", list(GUARDED))
+def test_guarded_scatter_on_dml_one_flag_to_the_host(lane_results, name):
+    """convert's default: the lowering on DML, plus the index guard: its two scalar nodes on the
+    CPU and one copy (the flag), as inspect predicts; an out-of-range index fails the run."""
+    model, _, want, _ = GUARDED[name]
+    r = lane_results[name]
+    assert r.ok, f"{name}: {r.stage}: {r.error}"
+    assert r.providers[0] == DML, r.providers
+    on_cpu = r.on(CPU)
+    assert on_cpu and all(n.rsplit("/", 1)[-1].split("_")[0] in ("Equal", "Where") for n in on_cpu), on_cpu
+    assert len(r.memcpy) == 1, r.memcpy
+    summary = __import__("ort_dml_ops").inspect(model, "dml").to_dict()["summary"]
+    assert (summary["cpu_nodes"], summary["copies"]) == (len(on_cpu), 1), summary
+    np.testing.assert_allclose(r.outputs[0], want, rtol=1e-5, atol=1e-5)
+    bad = lane_results[f"{name}:bad-index"]
+    assert not bad.ok and "IndexOrSizeOutOfRange" in (bad.error or ""), (bad.stage, bad.error)

@@ -139,6 +139,13 @@ def test_original_model_on_dml_matches_inspect(name, lane_results):
     """The unconverted model: it runs (or fails with the ORT limitation the zoo records), and the
     nodes ORT puts on the CPU EP are the ones `inspect` predicts for ORT's default options."""
     e, r = ENTRIES[name], lane_results[f"{name}:original"]
+    predicted = inspect(e.model, "dml").to_dict()
+    creation_failures = [n["name"] for n in predicted["nodes"] if "fails to create this kernel" in n["reason"]]
+    if not r.ok and creation_failures:
+        # the DML EP refuses Reshape(allowzero=1), which inspect names and convert removes
+        assert "MLOperatorAuthorImpl" in (r.error or "") or "8007" in (r.error or ""), (r.stage, r.error)
+        return
+    assert not creation_failures, f"{name}: inspect predicted a failure, ORT ran it: {creation_failures}"
     if not r.ok:
         assert e.native_error and e.native_error in (r.error or ""), (
             f"{name}: {r.stage}: {r.error}"
@@ -150,7 +157,6 @@ def test_original_model_on_dml_matches_inspect(name, lane_results):
     assert r.providers[0] == DML, r.providers
     originals = {n.name for n in e.model.graph.node}
     real_cpu = sorted(n for _, n in _cpu_nodes(r) if n in originals)
-    predicted = inspect(e.model, "dml").to_dict()
     want_cpu = sorted(n["name"] for n in predicted["nodes"] if n["provider"] == CPU)
     assert real_cpu == want_cpu, (
         f"{name}: ORT put {real_cpu} on the CPU EP, inspect predicted {want_cpu}"
