@@ -18,6 +18,7 @@ import onnx
 from onnx import defs
 
 from .._domain import DOMAIN, DOMAIN_VERSION
+from ..modelio import without_external_data
 
 #: newest ai.onnx opset whose kernels the DML EP registers
 DML_MAX_OPSET = 21
@@ -97,8 +98,8 @@ def plan(model: onnx.ModelProto, target: str, strategy: str) -> dict:
         info["reason"] = (f"strategy native keeps opset {src}; the DML EP registers nothing past {DML_MAX_OPSET}"
                           + ("; onnxruntime-directml 1.24.4 cannot load opset 26" if src >= 26 else ""))
         return info
-    try:
-        inferred = onnx.shape_inference.infer_shapes(model, data_prop=True)
+    try:  # only element types are read below: no weights, no data propagation (memory: docs/robustness.md)
+        inferred = onnx.shape_inference.infer_shapes(without_external_data(model))
     except Exception:
         inferred = model
     graphs = [inferred.graph] + []
