@@ -18,8 +18,6 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-import onnx_ir as ir
-
 from ._base import Emitter, RewriteContext, zeros_inferred
 
 

@@ -36,7 +36,15 @@ import onnx_ir as ir
 
 from .._domain import DOMAIN
 from . import sizes
-from ._base import Emitter, Rewrite, RewriteContext, Rule, attr_int, attr_str, zeros_inferred
+from ._base import (
+    Emitter,
+    Rewrite,
+    RewriteContext,
+    Rule,
+    attr_int,
+    attr_str,
+    zeros_inferred,
+)
 from .segscan import (
     BLOCK,
     fold_step,
