@@ -142,8 +142,11 @@ class Emitter:
         self.ctx = ctx
         self.prefix = prefix or "node"
         self.nodes: list[ir.Node] = []
-        self._ops: dict = {}
-        self._consts: dict = {}
+        # shared by every rewrite of one graph (rewrites run in graph order, so a value made for an
+        # earlier node precedes every later use): two scatters over the same tensors compute their
+        # sizes once, and ORT's CSE / ConstantSharing find nothing left to merge
+        shared = ctx.graph.meta.setdefault("ort_dml_ops.emitted", ({}, {})) if ctx.graph is not None else ({}, {})
+        self._ops, self._consts = shared
 
     # -- plumbing -------------------------------------------------------------------------
     def op(self, op_type: str, *inputs: ir.Value | None, outputs: int = 1, domain: str = "", dtype: ir.DataType | None = None, shape: Sequence[int | None] | None = None, **attrs: Any):

@@ -33,6 +33,15 @@ pytestmark = pytest.mark.dml
 #: the ops convert(target="dml") exists for: none of them may stay on the CPU EP. Prefixes, so
 #: that the project's fallback kernels (op types such as CumProd_float32) count too.
 FAMILY = ("CumSum", "CumProd", "Scatter")
+#: exports ORT's DML EP cannot run at all, before or after convert (measured on the lane): the
+#: TorchScript scatter_reduce wraps its inputs in If(rank == 0) whose then-branch reshapes them to
+#: [1]; the session fails creating a kernel in it (MLOperatorAuthorImpl.cpp, 80070057). Their
+#: scatters stay on ORT's CPU kernel (the rank is unknown to the rule): docs/real-models.md.
+DML_CANNOT_RUN = {"real/pyg_scatter_max_torchscript", "real/scatter_reduce_torchscript"}
+
+
+def _guards(model) -> int:
+    return sum(n.name.endswith("/IndexOrSizeOutOfRange") for n in model.graph.node)
 AS_USERS_RUN = {"graph_optimization_level": "ORT_ENABLE_ALL"}  # ORT's default
 
 
@@ -75,6 +84,9 @@ def _uses_domain(model) -> bool:
     return any(i.domain == DOMAIN for i in model.opset_import)
 
 
+CONVERTED: dict = {}
+
+
 def _build():
     """Cases `<source>/<name>:original|converted`; a model that uses the project's domain (the
     original CumProd, or a fallback op left by convert) is run through ort_dml_ops's session."""
@@ -82,6 +94,7 @@ def _build():
     for e in entries():
         key = f"{e.source}/{e.name}"  # the zoo and the corpus may share a name
         converted = convert(e.model, "dml").model
+        CONVERTED[key] = converted
         for version, model in (("original", e.model), ("converted", converted)):
             cases.append(
                 Case(
@@ -117,6 +130,9 @@ def _summary(r) -> str:
 @pytest.mark.parametrize("name", list(ENTRIES))
 def test_converted_model_runs_on_dml(name, lane_results):
     e, r = ENTRIES[name], lane_results[f"{name}:converted"]
+    if name in DML_CANNOT_RUN:
+        assert not r.ok and "MLOperatorAuthorImpl" in (r.error or ""), (r.stage, r.error)
+        return
     assert r.ok, f"{name}: {r.stage}: {r.error}"
     assert r.providers[0] == DML, r.providers
     assert r.assignment, "ORT recorded no assignment"
@@ -124,14 +140,18 @@ def test_converted_model_runs_on_dml(name, lane_results):
     assert not on_cpu, f"{name}: CumSum/CumProd/Scatter nodes on the CPU EP: {on_cpu}"
     problems = e.compare(r.outputs)
     assert not problems, f"{name} ({_summary(r)}):\n" + "\n".join(problems)
+    # the only copies conversion adds: each lowered scatter's index guard hands one flag to the
+    # host (two tiny copies where shapes are symbolic: the flag, and the 0/1-element tensor whose
+    # Shape the host reads); --no-check-indices drops them
+    guards = _guards(CONVERTED[name])
     if e.source == "zoo":
-        assert not r.memcpy, (
+        assert len(r.memcpy) <= guards, (
             f"{name}: copies {r.memcpy} ({_summary(r)}; CPU nodes {_cpu_nodes(r)})"
         )
-    else:  # a real export may copy for its own shape ops; conversion must not add copies
+    else:  # a real export may copy for its own shape ops
         before = lane_results[f"{name}:original"]
         if before.ok:
-            assert len(r.memcpy) <= len(before.memcpy), (r.memcpy, before.memcpy)
+            assert len(r.memcpy) <= len(before.memcpy) + 2 * guards, (r.memcpy, before.memcpy)
 
 
 @pytest.mark.parametrize("name", list(ENTRIES))
@@ -139,6 +159,9 @@ def test_original_model_on_dml_matches_inspect(name, lane_results):
     """The unconverted model: it runs (or fails with the ORT limitation the zoo records), and the
     nodes ORT puts on the CPU EP are the ones `inspect` predicts for ORT's default options."""
     e, r = ENTRIES[name], lane_results[f"{name}:original"]
+    if name in DML_CANNOT_RUN:
+        assert not r.ok and "MLOperatorAuthorImpl" in (r.error or ""), (r.stage, r.error)
+        return
     predicted = inspect(e.model, "dml").to_dict()
     creation_failures = [n["name"] for n in predicted["nodes"] if "fails to create this kernel" in n["reason"]]
     if not r.ok and creation_failures:
