@@ -332,6 +332,7 @@ def _convert_node(graph, node: ir.Node, where: str, ctx: RewriteContext, strateg
         if why is not None:
             refusals.append(f"{rule.name}: {why}")
             continue
+        ctx.anchor = node
         rw = rule.rewrite(node, ctx)
         _replace(graph, node, rw)
         rep.action = rule.action

@@ -36,6 +36,7 @@ class RewriteContext:
     #: per (domain, op_type, version): does the target EP run it natively (set by conversion)
     options: dict[str, Any] = dataclasses.field(default_factory=dict)
     graph: Any = None  # the ir.Graph / ir.Function the node lives in (initializers go there)
+    anchor: Any = None  # the node being rewritten (its replacement is inserted before it)
 
     def unique(self, hint: str) -> str:
         hint = hint or "n"

@@ -36,7 +36,7 @@ def dims(e: Emitter, v: ir.Value) -> list[Size]:
             out.append(dim)
             continue
         if runtime is None:
-            runtime = e.op("Shape", v)
+            runtime = _shape_node(e, v)
         out.append(e.op("Gather", runtime, e.i64([d]), axis=0))
     return out
 
@@ -46,6 +46,22 @@ def shape_tensor(e: Emitter, v: ir.Value) -> ir.Value:
     shape = v.shape
     if shape is not None and all(isinstance(d, int) for d in shape):
         return e.i64([int(d) for d in shape])
+    return _shape_node(e, v)
+
+
+def _shape_node(e: Emitter, v: ir.Value) -> ir.Value:
+    """Shape(v): the model's own Shape(v) node where one runs before the node being rewritten,
+    else a new one. A second, equal Shape node would be merged by ORT's common-subexpression
+    elimination, keeping whichever comes first in ORT's topological order — a choice `inspect`
+    then has to model; with one node there is nothing to merge."""
+    graph, anchor = e.ctx.graph, e.ctx.anchor
+    if isinstance(graph, ir.Graph) and anchor is not None and anchor.graph is graph:
+        at = graph.index(anchor)
+        for use in v.uses():
+            n = use.node if hasattr(use, "node") else use[0]
+            if (n.op_type == "Shape" and n.domain in ("", "ai.onnx") and not n.attributes
+                    and n.graph is graph and graph.index(n) < at):
+                return n.outputs[0]
     return e.op("Shape", v)
 
 
