@@ -51,9 +51,10 @@ def shape_tensor(e: Emitter, v: ir.Value) -> ir.Value:
 
 def _shape_node(e: Emitter, v: ir.Value) -> ir.Value:
     """Shape(v): the model's own Shape(v) node where one runs before the node being rewritten,
-    else a new one. A second, equal Shape node would be merged by ORT's common-subexpression
-    elimination, keeping whichever comes first in ORT's topological order — a choice `inspect`
-    then has to model; with one node there is nothing to merge."""
+    else a new one written `Shape(v, start=0)` (opset ≥ 15). A second, identical Shape node
+    would be merged by ORT's common-subexpression elimination, keeping whichever comes first in
+    ORT's topological order — a choice `inspect` would have to model; ORT's CSE compares
+    attributes as written, so the explicit default makes the two distinct and both run."""
     graph, anchor = e.ctx.graph, e.ctx.anchor
     if isinstance(graph, ir.Graph) and anchor is not None and anchor.graph is graph:
         at = graph.index(anchor)
@@ -62,7 +63,7 @@ def _shape_node(e: Emitter, v: ir.Value) -> ir.Value:
             if (n.op_type == "Shape" and n.domain in ("", "ai.onnx") and not n.attributes
                     and n.graph is graph and graph.index(n) < at):
                 return n.outputs[0]
-    return e.op("Shape", v)
+    return e.op("Shape", v, start=0 if e.opset >= 15 else None)
 
 
 def concat(e: Emitter, parts: list[Size]) -> ir.Value:
