@@ -195,6 +195,9 @@ class Emitter:
     def i64(self, values: Sequence[int] | int) -> ir.Value:
         return self.const(np.asarray(values, dtype=np.int64))
 
+    def i32(self, values: Any) -> ir.Value:
+        return self.const(np.asarray(values, dtype=np.int32))
+
     def scalar(self, value: Any, dtype: ir.DataType) -> ir.Value:
         return self.const(np.asarray(value, dtype=dtype.numpy()))
 

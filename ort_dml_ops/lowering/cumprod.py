@@ -219,17 +219,25 @@ def radix_scan(e: Emitter, x: ir.Value, P: int | None, n: int, I: int | None, op
     prefix = radix_scan(e, e.reshape(totals, [_dim(P), m, _dim(I)]), P, m, I, op, True, reverse, dtype, small_inner,
                         max_width)
     prefix = e.reshape(prefix, [rows, 1, _dim(I)])
+    y = e.reshape(_with_prefix(e, prefix, within, order, op, exclusive, dtype), [_dim(P), m * b, _dim(I)])
+    if m * b != n:
+        start = m * b - n if reverse else 0
+        y = e.slice(y, [start], [start + n], [1])
+    return y
+
+
+def _with_prefix(e: Emitter, prefix: ir.Value, within: dict, order: list[int], op: str, exclusive: bool,
+                 dtype: ir.DataType) -> ir.Value:
+    """Each block column combined with its block's (exclusive) prefix, concatenated along axis 1:
+    the inclusive chain value of the column, or for an exclusive scan that of the column before
+    it in scan order (the first column takes the prefix alone)."""
     parts = {}
     for i, k in enumerate(order):
         if not exclusive:
             parts[k] = e.op(op, prefix, within[k], dtype=dtype)
         else:
             parts[k] = prefix if i == 0 else e.op(op, prefix, within[order[i - 1]], dtype=dtype)
-    y = e.reshape(e.op("Concat", *[parts[k] for k in range(b)], axis=1, dtype=dtype), [_dim(P), m * b, _dim(I)])
-    if m * b != n:
-        start = m * b - n if reverse else 0
-        y = e.slice(y, [start], [start + n], [1])
-    return y
+    return e.op("Concat", *[parts[k] for k in range(len(order))], axis=1, dtype=dtype)
 
 
 def scan_plan(shape: list[int | None], axis: int, max_width: int | None = None) -> str:
@@ -344,13 +352,7 @@ def _radix_symbolic(e: Emitter, x: ir.Value, P, n, I, op: str, exclusive: bool, 
     totals = e.reshape(within[order[-1]], sizes.concat(e, [P, m, I]))
     prefix = _radix_symbolic(e, totals, P, m, I, op, True, reverse, dtype, b, levels - 1, bits - int(math.log2(b)))
     prefix = e.reshape(prefix, sizes.concat(e, [rows, 1, I]))
-    parts = {}
-    for i, k in enumerate(order):
-        if not exclusive:
-            parts[k] = e.op(op, prefix, within[k], dtype=dtype)
-        else:
-            parts[k] = prefix if i == 0 else e.op(op, prefix, within[order[i - 1]], dtype=dtype)
-    y = e.reshape(e.op("Concat", *[parts[k] for k in range(b)], axis=1, dtype=dtype),
+    y = e.reshape(_with_prefix(e, prefix, within, order, op, exclusive, dtype),
                   sizes.concat(e, [P, sizes.mul(e, m, b), I]))
     start = pad if reverse else 0
     return e.op("Slice", y, sizes.tensor(e, start), sizes.tensor(e, sizes.add(e, start, n)), e.i64([1]), dtype=dtype)

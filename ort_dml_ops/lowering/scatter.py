@@ -133,9 +133,6 @@ class ScatterLowering(Rule):
         return e.done([y], note)
 
 
-def _i32(e: Emitter, v) -> ir.Value:
-    return e.const(np.asarray(v, dtype=np.int32))
-
 
 def _static_numel(v: ir.Value) -> int | None:
     if v.shape is None or any(not isinstance(d, int) for d in v.shape):
@@ -266,7 +263,7 @@ def _max_min_sequential(e: Emitter, flat: ir.Value, spos: ir.Value, svals: ir.Va
     """
     neutral = e.const(np.asarray([-np.inf if red == "max" else np.inf], dtype=dt.numpy()))
     bound = 2 * sizes.upper_bound(K, MAX_SLOTS)
-    first = e.op("Equal", spos, shift(e, spos, 1, K, _i32(e, -1)))  # True: not the first of its run
+    first = e.op("Equal", spos, shift(e, spos, 1, K, e.i32(-1)))  # True: not the first of its run
     item = _pick(e, e.op("Gather", flat, spos, axis=0), neutral, first, K)
     n2 = sizes.mul(e, K, 2)
     seq = e.reshape(e.op("Concat", e.reshape(item, [-1, 1]), e.reshape(svals, [-1, 1]), axis=1), [-1])
@@ -301,7 +298,7 @@ def scatter_flat(e: Emitter, flat: ir.Value, pos: ir.Value, vals: ir.Value, K: S
                                      e.const(_identity(red, dt)), block=block)
             result = e.op(op, e.op("Gather", flat, spos, axis=0), scanned)
         # the next element's position (−1 after the last): a run ends where it differs
-        nxt = e.op("Slice", e.op("Pad", spos, e.i64([0, 1]), _i32(e, -1), mode="constant"),
+        nxt = e.op("Slice", e.op("Pad", spos, e.i64([0, 1]), e.i32(-1), mode="constant"),
                    e.i64([1]), sizes.tensor(e, sizes.add(e, K, 1)), e.i64([0]))
         is_last = e.op("Not", e.op("Equal", spos, nxt))
         target = e.op("Where", is_last, spos, sizes.on_device(e, M, np.int32))

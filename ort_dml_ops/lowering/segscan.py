@@ -80,12 +80,9 @@ def select_bits(e: Emitter, cond: ir.Value, a: ir.Value, b: ir.Value, width: int
     """cond ? a : b for 2-D a, b, cond of one shape [rows, width], copying bits (−0.0, NaN
     payloads): one GatherElements from [b | a] along axis 1 at j + width · cond."""
     j = np.arange(width).reshape(1, width)
-    pick = e.op("Where", cond, _i32(e, j + width), _i32(e, j))  # an int Where: exact
+    pick = e.op("Where", cond, e.i32(j + width), e.i32(j))  # an int Where: exact
     return e.op("GatherElements", e.op("Concat", b, a, axis=1), pick, axis=1)
 
-
-def _i32(e: Emitter, v) -> ir.Value:
-    return e.const(np.asarray(v, dtype=np.int32))
 
 
 def shift(e: Emitter, x: ir.Value, s: int, n: Size, fill: ir.Value) -> ir.Value:
@@ -110,7 +107,7 @@ def segmented_scan(e: Emitter, keys: ir.Value, vals: ir.Value, n: Size, bound: i
     nb = sizes.ceil_div(e, n, B)
     pad = sizes.sub(e, sizes.mul(e, nb, B), n)
     fill = e.reshape(identity, [])
-    minus1 = _i32(e, -1)
+    minus1 = e.i32(-1)
     if not (isinstance(pad, int) and pad == 0):
         pads = sizes.concat(e, [0, pad])
         vals = e.op("Pad", vals, pads, fill, mode="constant")
@@ -143,7 +140,7 @@ def _hillis_steele(e: Emitter, keys: ir.Value, vals: ir.Value, n: Size, steps: i
                    identity: ir.Value) -> ir.Value:
     """`steps` doubling steps: exact for runs of up to 2^steps elements."""
     fill = e.reshape(identity, [])
-    minus1 = _i32(e, -1)
+    minus1 = e.i32(-1)
     vals = e.reshape(vals, [-1, 1])  # 2-D columns for the steps' selects
     for k in range(steps):
         s = 1 << k
