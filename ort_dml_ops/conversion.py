@@ -28,6 +28,7 @@ from .errors import UserError
 from .lowering import FAMILY_OPS, RULES, opset as opset_rule
 from .lowering._base import RewriteContext, attr_str, const_array, static_shape
 from .lowering.fallback import route_to_fallback
+from .lowering.fold_if import FoldResult, fold_static_ifs
 from .lowering.reshape_allowzero import drop_allowzero
 from .modelio import (attach_detached, detach_large_initializers, external_data_bytes, fix_ir_version, graphs,
                       load_model, without_external_data)
@@ -129,6 +130,9 @@ def convert(model: onnx.ModelProto | str | os.PathLike | bytes, target: str = "d
 
     # 2. shapes (the project's domain ops read as their ONNX twins for inference only)
     proto = _infer_shapes(proto)
+    # 2b. If nodes the declared shapes decide: the taken branch inlined (lowering/fold_if.py)
+    folds = fold_static_ifs(proto, _infer_shapes) if strategy != "native" else FoldResult()
+    signature = folds.signature(signature)
     try:
         model_ir = ir.serde.deserialize_model(proto)
     except Exception as exc:  # noqa: BLE001 - onnx_ir's SerdeError wraps the reason; one line for the user
@@ -139,8 +143,8 @@ def convert(model: onnx.ModelProto | str | os.PathLike | bytes, target: str = "d
     reports: list[NodeReport] = []
     main_opset = model_ir.opset_imports.get("", 0)
     # whole-graph fixes a target needs before its rules (report: `normalized`)
-    normalized = (drop_allowzero(_graphs(model_ir, main_opset), names)
-                  if target == "dml" and strategy != "native" else [])
+    normalized = folds.notes + (drop_allowzero(_graphs(model_ir, main_opset), names)
+                                if target == "dml" and strategy != "native" else [])
     for graph, where, opset in _graphs(model_ir, main_opset):
         for node in list(graph):
             if (_dom(node.domain), node.op_type) not in FAMILY_OPS:
@@ -168,6 +172,7 @@ def convert(model: onnx.ModelProto | str | os.PathLike | bytes, target: str = "d
             raise UserError(f"the converted model cannot be written ({_serde_reason(exc)})") from None
         _keep_value_info(out, _value_info_names(original))
         _restore_graph_io(out.graph, original.graph)
+        folds.restore_outputs(out.graph)
     fix_ir_version(out)
     if validate:
         _validate(out, signature)

@@ -42,40 +42,10 @@ EXPORTER_WRONG = {
 
 #: Family nodes that `inspect(convert(model, "dml", strategy=s).model, "dml")` places on the CPU
 #: today: {(model, strategy): {original node name: (op, convert's action, why it was not lowered)}}.
-#: action "cpu": left untouched on ONNX Runtime's own CPU kernel (the model still loads in plain
-#: onnxruntime). Only TorchScript's scatter_reduce exports are left: they wrap the scatter's inputs
-#: in `If(rank == 0) then Reshape([1]) else Identity`, so the rank is unknown to shape inference
-#: and the scatter rule needs it (docs/real-models.md).
-KNOWN_CPU_FAMILY_NODES = {
-    ("pyg_scatter_max_torchscript", "auto"): {
-        "/ScatterElements": ("ScatterElements", "cpu", "the rank of data is unknown"),
-        "/ScatterElements_1": (
-            "ScatterElements",
-            "cpu",
-            "the rank of indices is unknown",
-        ),
-    },
-    ("pyg_scatter_max_torchscript", "lower"): {
-        "/ScatterElements": ("ScatterElements", "cpu", "the rank of data is unknown"),
-        "/ScatterElements_1": (
-            "ScatterElements",
-            "cpu",
-            "the rank of indices is unknown",
-        ),
-    },
-    ("scatter_reduce_torchscript", "auto"): {
-        "/ScatterElements": ("ScatterElements", "cpu", "the rank of data is unknown"),
-        "/ScatterElements_1": ("ScatterElements", "cpu", "the rank of data is unknown"),
-        "/ScatterElements_2": ("ScatterElements", "cpu", "the rank of data is unknown"),
-        "/ScatterElements_3": ("ScatterElements", "cpu", "the rank of data is unknown"),
-    },
-    ("scatter_reduce_torchscript", "lower"): {
-        "/ScatterElements": ("ScatterElements", "cpu", "the rank of data is unknown"),
-        "/ScatterElements_1": ("ScatterElements", "cpu", "the rank of data is unknown"),
-        "/ScatterElements_2": ("ScatterElements", "cpu", "the rank of data is unknown"),
-        "/ScatterElements_3": ("ScatterElements", "cpu", "the rank of data is unknown"),
-    },
-}
+#: Empty: the last two (TorchScript's scatter_reduce exports, whose scatter inputs sit behind
+#: `If(rank == 0)`) reach the GPU since convert folds an If its declared shapes decide
+#: (ort_dml_ops/lowering/fold_if.py).
+KNOWN_CPU_FAMILY_NODES: dict = {}
 
 #: strategy auto: models whose converted form uses the Python fallback (no longer loads in plain
 #: onnxruntime). None: a node no rule lowers keeps ORT's own CPU kernel (issue 15 item 3).
