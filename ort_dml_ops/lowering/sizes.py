@@ -51,10 +51,10 @@ def shape_tensor(e: Emitter, v: ir.Value) -> ir.Value:
 
 def _shape_node(e: Emitter, v: ir.Value) -> ir.Value:
     """Shape(v): the model's own Shape(v) node where one runs before the node being rewritten,
-    else a new one written `Shape(v, start=0)` (opset ≥ 15). A second, identical Shape node
-    would be merged by ORT's common-subexpression elimination, keeping whichever comes first in
-    ORT's topological order — a choice `inspect` would have to model; ORT's CSE compares
-    attributes as written, so the explicit default makes the two distinct and both run."""
+    else a new one written `Shape(v, start=0)` (opset ≥ 15). The explicit default does not keep
+    the two apart in ONNX Runtime: its Graph::Resolve fills every schema default in (graph.cc), so
+    ORT's common-subexpression elimination may merge an equal pair, keeping whichever comes
+    first in its topological order; `inspect` models that choice (placement/cse.py)."""
     graph, anchor = e.ctx.graph, e.ctx.anchor
     if isinstance(graph, ir.Graph) and anchor is not None and anchor.graph is graph:
         at = graph.index(anchor)

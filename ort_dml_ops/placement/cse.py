@@ -6,10 +6,20 @@
 * ``CommonSubexpressionElimination`` (``core/optimizer/common_subexpression_elimination.cc``):
   in topological order, a deterministic node without subgraphs whose op, domain, attributes and
   input values equal an earlier node's is removed and its consumers read the earlier node's
-  outputs. A node producing a graph output is kept.
+  outputs. A node producing a graph output is kept. Attributes are compared as ORT holds them:
+  ``Graph::Resolve`` (``core/graph/graph.cc``, ``VerifyNodeAndOpMatch``) adds every attribute the
+  op's schema gives a default to a node that does not write it, so ``Shape(x)`` and
+  ``Shape(x, start=0)`` are the same computation. The TransposeOptimizer's ``HandleShape`` clears
+  a Shape's ``start``/``end``, and the next Resolve puts ``start=0`` back: this is how a converted
+  top-p warper's ``Shape(Transpose(le))`` comes to equal the export's own ``node_Shape_19 =
+  Shape(le, start=0)``, and ORT keeps whichever comes first in its topological order.
 """
 
 from __future__ import annotations
+
+from functools import cache
+
+import onnx
 
 from .graph import Graph
 
@@ -53,18 +63,41 @@ def share_constants(graph: Graph) -> bool:
     return bool(rename)
 
 
-def eliminate(graph: Graph) -> bool:
+@cache
+def _defaults(op_type: str, domain: str, opset: int) -> dict[str, bytes]:
+    """{attribute: serialized default} from the op's schema at `opset` (none if unknown)."""
+    try:
+        schema = onnx.defs.get_schema(op_type, opset, domain)
+    except onnx.defs.SchemaError:
+        return {}
+    return {
+        name: a.default_value.SerializeToString(deterministic=True)
+        for name, a in schema.attributes.items()
+        if a.default_value.name
+    }
+
+
+def _attributes(node, opsets: dict) -> tuple:
+    """The node's attributes as ORT holds them after Resolve: schema defaults filled in."""
+    written = {
+        a.name: a.SerializeToString(deterministic=True) for a in node.proto.attribute
+    }
+    domain = "" if node.domain == "ai.onnx" else node.domain
+    opset = opsets.get(domain)
+    if opset:
+        for name, default in _defaults(node.op_type, domain, int(opset)).items():
+            written.setdefault(name, default)
+    return tuple(sorted(written.values()))
+
+
+def eliminate(graph: Graph, opsets: dict | None = None) -> bool:
     value_class: dict = {}
     representative: dict = {}
     changed = False
     for node in graph.topological():
         if node.subgraphs or node.op_type in NONDETERMINISTIC or not node.outputs:
             continue
-        attrs = tuple(
-            sorted(
-                a.SerializeToString(deterministic=True) for a in node.proto.attribute
-            )
-        )
+        attrs = _attributes(node, opsets or {})
         key = (
             node.op_type,
             node.domain,

@@ -64,7 +64,7 @@ def optimize(
     for _ in range(STEPS):
         changed = rules.apply(graph, types, shapes)
         changed |= cse.share_constants(graph)
-        changed |= cse.eliminate(graph)
+        changed |= cse.eliminate(graph, opsets)
         changed |= folding.fold(graph, types, shapes, opsets, has_cpu_kernel)
         changed |= reshape_fusion.fuse(graph, shapes)
         changed |= transpose_optimizer.optimize(graph, types, shapes)

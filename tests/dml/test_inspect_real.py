@@ -76,16 +76,6 @@ def truths(lane_ready):
     return {name: r for (name, *_), r in zip(CASES, results)}
 
 
-#: the one disagreement left (issue 16 stays open): after convert, ORT's CSE drops the export's
-#: own node_Shape_19 in the top-p warper exports and inspect predicts it runs — ORT's topological
-#: order among the export's duplicate Shape nodes changes once the lowering reads one of them.
-#: Pinned exactly: any other problem, or this one gone, fails the test.
-KNOWN_DISAGREEMENT = {
-    "real/hf_top_p:dml": ["node_Shape_19: predicted DmlExecutionProvider, ORT assigned no such node"],
-    "real/hf_top_p_opset18:dml": ["node_Shape_19: predicted DmlExecutionProvider, ORT assigned no such node"],
-}
-
-
 @pytest.mark.parametrize("name", [c[0] for c in CASES])
 def test_inspect_equals_ort_assignment(name, truths):
     model = next(c[1] for c in CASES if c[0] == name)
@@ -94,7 +84,7 @@ def test_inspect_equals_ort_assignment(name, truths):
         f"{name}: no assignment record ({truth.get('stage')}: {truth.get('error')})"
     )
     a = compare(name, inspect(model, "dml"), truth)
-    assert a.problems == KNOWN_DISAGREEMENT.get(name, []), "\n".join(a.problems)
+    assert not a.problems, "\n".join(a.problems)
     assert a.copies_predicted == a.copies_real, (
         a.copies_source,
         truth.get("memcpy"),
