@@ -92,3 +92,31 @@ def test_memory_part_runs_each_variant_in_its_own_process():
             assert row[v]["added_bytes"] >= 0 and row[v]["peak_bytes"] >= row[v]["rss_before_bytes"] > 0, row[v]
     (v,) = [v for v in verdicts({"cases": [], "memory": mem}) if "nucleus" in v["target"]]
     assert v["status"] in ("met", "missed") and v["worst"] == mem["rows"][0]["lowered/inputs"]
+
+
+def test_bench_prints_the_symbolic_cumprod_ratios(capsys):
+    """Issue 15 item 2: the symbolic-axis CumProd vs the static lowering of the same n, in bench."""
+    result = _bench(capsys, "--ops", "CumProd", "--symbolic-lengths", "10,100")
+    sym = result["symbolic"]
+    assert sym["elements"] == 1000 and sym["limit"] == 1.3
+    assert [(r["n"], r["axis"]) for r in sym["rows"]] == [(10, 1), (10, 0), (100, 1), (100, 0)]
+    for r in sym["rows"]:
+        assert r["ratio"] == pytest.approx(r["symbolic_ms"] / r["static_ms"], rel=0.01)
+        assert r["symbolic_vs_numpy_max_rel"] < 1e-5  # against numpy's float64 cumprod
+    assert any(v["target"].startswith("CumProd on a symbolic axis") for v in result["verdicts"])
+
+
+def test_bench_table_shows_the_symbolic_section(capsys):
+    rc = main(["bench", "--sizes", "1000", "--dtypes", "float32", "--axes", "last", "--reps", "1",
+               "--nodes", "0", "--no-gpu", "--no-memory", "--ops", "CumProd", "--symbolic-lengths", "10"])
+    out = capsys.readouterr().out
+    assert rc == 0
+    assert "CumProd lowered, symbolic axis length vs static" in out
+    assert "CumProd on a symbolic axis <= 1.3x the static lowering" in out
+
+
+def test_bench_symbolic_lengths_refuses_nonsense(capsys):
+    with pytest.raises(SystemExit) as exc:
+        main(["bench", "--symbolic-lengths", "1,x"])
+    assert exc.value.code == 2
+    assert "axis lengths" in capsys.readouterr().err

@@ -45,6 +45,10 @@ def verdicts(result: dict) -> list[dict]:
                         "worst": r, "status": "met" if r <= 2 else "missed"})
         out.append({"target": f"inspect < 2 s ({conv['nodes_in']} nodes)", "limit": 2.0, "worst": conv["inspect_s"],
                     "status": "met" if conv["inspect_s"] < 2 else "missed"})
+    if result.get("symbolic"):
+        from .symbolic import verdict
+
+        out.append(verdict(result["symbolic"]))
     mem = result.get("memory")
     if mem:
         from .memory import LIMIT
@@ -108,6 +112,10 @@ def table(result: dict) -> str:
     for r in result.get("cumprod_proto", []):
         lines.append(f"CumProd prototype {r['shape']} axis {r['axis']}: native {r['ms']['native']} ms, lowered "
                      f"{r['lowered/native']}x, prototype {r['proto/native']}x ({r['nodes']['proto']} nodes)")
+    if result.get("symbolic"):
+        from .symbolic import table as symbolic_table
+
+        lines += symbolic_table(result["symbolic"])
     mem = result.get("memory")
     if mem:
         if mem.get("status") != "ok":
@@ -245,4 +253,8 @@ def markdown(result: dict) -> str:
             out.append(f"| {label} {'f16' if dtype == 'float16' else 'f32'} {axis} | " + " | ".join(cells) + " |")
         out.append("")
     out += [f"[{i + 1}] {n}" for i, n in enumerate(notes)]
+    if result.get("symbolic"):
+        from .symbolic import markdown as symbolic_markdown
+
+        out += ["", *symbolic_markdown(result["symbolic"])]
     return "\n".join(out)

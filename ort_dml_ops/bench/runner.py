@@ -32,6 +32,8 @@ class Config:
     gpu: bool = True
     proto: bool = False  # also measure the prototype CumProd construction (bench/cumprod_proto.py)
     memory: bool = True  # peak memory of the lowered nucleus-sampling scatter (bench/memory.py)
+    #: CumProd on a symbolic axis vs static, at these axis lengths (bench/symbolic.py); () skips it
+    symbolic_lengths: tuple = (10, 1000, 100_000)
     gpu_sizes: tuple = QUICK["gpu_sizes"]
     mode: str = "quick"
 
@@ -96,6 +98,12 @@ def run(config: Config, progress=None) -> dict:
 
         shapes = [(models.shape_for(s), 0) for s in config.sizes if s >= 100_000] + [([8, 1024, 1024], 1)]
         result["cumprod_proto"] = run_proto(shapes, reps=max(config.reps, 3))
+    if config.symbolic_lengths:
+        from .symbolic import run_symbolic
+
+        elements = min(max(config.sizes), 1_000_000)  # the grid's largest size, at most 1e6
+        lengths = tuple(n for n in config.symbolic_lengths if n <= elements)
+        result["symbolic"] = run_symbolic(lengths, elements=elements, reps=config.reps, budget_s=config.budget_s)
     if config.memory:
         from .memory import run_memory
 

@@ -32,6 +32,18 @@ def _sizes(text: str) -> tuple:
     return tuple(int(s) for s in sizes)
 
 
+def _lengths(text: str) -> tuple:
+    try:
+        lengths = tuple(int(float(s)) for s in text.split(",") if s)
+    except ValueError:
+        lengths = ()
+    if lengths == (0,):
+        return ()
+    if not lengths or not all(2 <= n <= 10_000_000 for n in lengths):
+        raise argparse.ArgumentTypeError(f"axis lengths from 2 to 1e7 like 10,1000, or 0, not {text!r}")
+    return lengths
+
+
 def _at_least(low: float, kind=int):
     """An argparse type: a finite number >= low."""
 
@@ -73,6 +85,9 @@ def add_parser(subparsers) -> None:
     p.add_argument("--no-gpu", action="store_true", help="skip the GPU part even where a GPU EP is present")
     p.add_argument("--no-memory", action="store_true",
                    help="skip the peak-memory part (lowered nucleus-sampling scatter, 50,000-entry vocabulary)")
+    p.add_argument("--symbolic-lengths", type=_lengths, metavar="N,N,...",
+                   help="axis lengths of the CumProd symbolic-vs-static comparison (default 10,1000,100000, "
+                        "those up to the largest size; 0 skips it)")
     p.add_argument("--proto", action="store_true",
                    help="also time the prototype CumProd construction (ort_dml_ops/bench/cumprod_proto.py)")
     p.add_argument("--target", choices=("cpu", "webgpu"), default="cpu",
@@ -152,6 +167,8 @@ def run(args) -> int:
     config.gpu = not args.no_gpu
     config.memory = not args.no_memory
     config.proto = args.proto
+    if args.symbolic_lengths is not None:
+        config.symbolic_lengths = args.symbolic_lengths
     outputs = Outputs()
     if args.from_json:
         outputs.protect(args.from_json, "the --from-json record")
