@@ -270,7 +270,8 @@ def _downstream_labels(g: onnx.GraphProto, folded: dict[str, str]) -> dict[str, 
     for n in g.node:
         label = next((out[x] for x in n.input if x in out), None)
         if label is not None:
-            out.update((o, label) for o in n.output)
+            for o in n.output:
+                out.setdefault(o, label)  # an If's own output keeps its name
     return out
 
 

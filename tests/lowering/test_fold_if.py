@@ -144,3 +144,17 @@ def test_torchscript_scatter_reduce_export_folds_and_lowers(name):
     assert not rm.compare(got, reference)
     # and torch's outputs (or what the exporter wrote, computed in numpy)
     assert not rm.compare(got)
+
+
+def test_cli_prints_the_folds_and_the_repaired_declaration(tmp_path, capsys):
+    from ort_dml_ops.cli import main
+
+    src, out = tmp_path / "m.onnx", tmp_path / "out.onnx"
+    onnx.save(_rank_if_model(["n", 3], out_shape=["d"]), src)
+    assert main(["convert", str(src), "-o", str(out)]) == 0
+    text = capsys.readouterr().out
+    assert "graph: guard: If folded" in text
+    assert (
+        "graph: graph output 'y': declared [d] by the exporter, but it is [n, 3]"
+        in text
+    )
