@@ -3,14 +3,11 @@
 TorchScript's exporter (`torch.onnx.export(..., dynamo=False)`) writes `scatter_reduce` /
 `scatter_max` as ``If(Equal(Size(Shape(x)), 0))``: a then-branch that Reshapes the operands to
 rank 1 (torch's 0-d case) and an else-branch of Identities, and a second `If` that Squeezes the
-result back. The rank of `x` is declared, so the condition is a constant — but the If hides
-the scatter's operand ranks from the lowering rules ("the rank of data is unknown") and the DML
-EP still creates kernels for the dead branch: its Reshape to ``[-1]`` of a rank-2 tensor fails
-kernel creation (80070057 in MLOperatorAuthorImpl.cpp), so the model cannot run on DirectML at
-all (found on the real EP in the lane, tests/dml/test_models_dml.py). ONNX Runtime itself never
-folds such an If at session creation: its constant folding (onnxruntime/core/optimizer/
-constant_folding.cc) folds an If only when the condition is an initializer, and
-`Size(Shape(x))` is not one while `x` is a graph input.
+result back. The rank of `x` is declared, so the condition is a constant — but the If hides the
+scatter's operand ranks from the lowering rules ("the rank of data is unknown"), so the scatter
+stays on the CPU. ONNX Runtime never folds such an If at session creation: its constant folding
+(onnxruntime/core/optimizer/constant_folding.cc) folds an If only when the condition is an
+initializer, and `Size(Shape(x))` is not one while `x` is a graph input.
 
 The condition is evaluated from constants, initializers and inferred shapes only (`Shape` of a
 value with a static shape, `Size` of one, comparisons and logic on those); anything else leaves
@@ -18,16 +15,20 @@ the If as it is. The taken branch's nodes replace the If in place (its outputs t
 output names), the branch's initializers join the graph's, and the condition's producers that
 nothing else reads are removed. Only the main graph is folded.
 
-The same exports declare each folded If's graph output with the dead then-branch's rank
-(``sum: float[Ifsum_dim_0]``) while torch returns, and the taken branch computes, a rank-2
-tensor (``[rows, 3]``). With the If folded, `onnx.checker` infers the true shape and rejects the
-declared one. A wrong declaration of a graph output is not repaired silently: it is replaced by
-the inferred shape only when the two contradict (rank, or a concrete dim), and the report's
-`normalized` list says so for each output; `FoldResult.outputs` carries the repaired
-declarations so that `convert` keeps them (it otherwise restores the graph's inputs and outputs
-exactly as given). Intermediate `value_info` for a folded If's outputs is dropped and inferred
-again from the taken branch, and so is that of every value computed from them (inferred
-from the If's unknown or wrong shape before the fold).
+The same exports declare the second If's branch output and the graph output with the dead
+then-branch's rank (``sum: float[Ifsum_dim_0]``, the else-branch's ``Identity`` output likewise)
+while torch returns, and the taken branch computes, a rank-2 tensor (``[rows, 3]``). That wrong
+declaration is why the unconverted exports cannot run on DirectML: the DML EP fails at run in
+that Identity (MLOperatorAuthorImpl.cpp(2844), 80070057); with the branch and output
+declarations cleared and the Ifs kept they run (measured on the lane, docs/dml-lane.md). Folding
+drops the branch declarations with the branch (the inlined values are inferred again). A wrong
+declaration of a graph output is not repaired silently: it is replaced by the inferred shape
+only when the two contradict (rank, or a concrete dim), and the report's `normalized` list says
+so for each output; `FoldResult.outputs` carries the repaired declarations so that `convert`
+keeps them (it otherwise restores the graph's inputs and outputs exactly as given).
+Intermediate `value_info` for a folded If's outputs is dropped and inferred again from the taken
+branch, and so is that of every value computed from them (inferred from the If's unknown or
+wrong shape before the fold).
 """
 
 from __future__ import annotations
@@ -101,8 +102,7 @@ def fold_static_ifs(
                 folded_outputs[out] = label
             result.notes.append(
                 f"{label}: If folded, its condition is {taken} by the declared shapes "
-                f"({'then' if taken else 'else'} branch inlined; the DML EP would create "
-                "kernels for the dead branch)"
+                f"({'then' if taken else 'else'} branch inlined)"
             )
             done_this_round = True
             break  # indices moved; re-read the graph

@@ -34,10 +34,11 @@ pytestmark = pytest.mark.dml
 #: that the project's fallback kernels (op types such as CumProd_float32) count too.
 FAMILY = ("CumSum", "CumProd", "Scatter")
 #: exports ORT's DML EP cannot run as exported (measured on the lane): the TorchScript
-#: scatter_reduce wraps its inputs in If(rank == 0) whose then-branch reshapes them to [-1]; the
-#: session fails creating a kernel in that dead branch (MLOperatorAuthorImpl.cpp, 80070057).
-#: convert folds the If (its condition follows from the declared ranks, lowering/fold_if.py), so
-#: the converted model is held to the same strict test as every other model.
+#: scatter_reduce wraps its scatter in If(rank == 0) pairs and declares the second If's
+#: else-branch output (an Identity of the rank-2 result) and the graph output as rank 1; the DML
+#: EP fails at run in that Identity (MLOperatorAuthorImpl.cpp(2844), 80070057). convert folds the
+#: Ifs (their conditions follow from the declared ranks, lowering/fold_if.py) and repairs the
+#: output declaration, so the converted model is held to the same strict test as every other.
 ORIGINAL_CANNOT_RUN = {
     "real/pyg_scatter_max_torchscript",
     "real/scatter_reduce_torchscript",
