@@ -247,6 +247,14 @@ def _pick(e: Emitter, t: ir.Value, other: ir.Value, take_other: ir.Value, n: Siz
     return e.op("Gather", e.op("Concat", t, other, axis=0), idx, axis=0)
 
 
+def _choose(e: Emitter, a: ir.Value, b: ir.Value, take_b: ir.Value, n: Size) -> ir.Value:
+    """Where(take_b, b, a) for 1-D a, b of n elements, copying bits (see `_pick`): one Gather
+    from [a; b] at i or n + i."""
+    i = sizes.iota(e, n, np.int32)
+    idx = e.op("Where", take_b, e.op("Add", i, sizes.on_device(e, n, np.int32)), i)
+    return e.op("Gather", e.op("Concat", a, b, axis=0), idx, axis=0)
+
+
 def _max_min_sequential(e: Emitter, flat: ir.Value, spos: ir.Value, svals: ir.Value, K: Size,
                         red: str, dt: ir.DataType, block: int) -> ir.Value:
     """Per sorted update k: ONNX Runtime's sequential max/min of the data item and the updates
@@ -255,28 +263,49 @@ def _max_min_sequential(e: Emitter, flat: ir.Value, spos: ir.Value, svals: ir.Va
     The CPU kernel (onnxruntime/core/providers/cpu/tensor/scatter.cc, `Max`/`Min` functors)
     keeps the current value only if it compares strictly greater (max) / smaller (min) than the
     update, else takes the update: a NaN is replaced by the next item, ties go to the later item
-    (the sign of a zero survives). That fold is not associative, so: the run's items (data, then
-    updates in index order) are laid out as a sequence, every item with a NaN at or after it in
-    its run is masked to the neutral ±inf (a reverse segmented Or scan), the kept items are
-    reduced with that same step (associative without NaN: the last of the items equal to the
-    max / min), and a run whose last update is NaN gives NaN.
+    (the sign of a zero survives). That fold is not associative, but it is once every NaN ends
+    a segment: the value after a NaN starts afresh, as if nothing came before. So:
+
+    * the data item is folded into the first update of its run (one strict compare, a
+      bit-copying pick), so the run is K items, not 2K;
+    * segment ids: a global prefix count (CumSum, int32, exact) of "first of its run, or right
+      after a NaN" — equal ids are exactly the items one sequential fold chains;
+    * one segmented scan with the sequential step over those ids (associative without NaN:
+      the last of the items equal to the max / min), and a run whose last update is NaN gives
+      NaN (its own segment holds only what came before it in the segment).
     """
+    compare = "Greater" if red == "max" else "Less"
     neutral = e.const(np.asarray([-np.inf if red == "max" else np.inf], dtype=dt.numpy()))
-    bound = 2 * sizes.upper_bound(K, MAX_SLOTS)
-    first = e.op("Equal", spos, shift(e, spos, 1, K, e.i32(-1)))  # True: not the first of its run
-    item = _pick(e, e.op("Gather", flat, spos, axis=0), neutral, first, K)
-    n2 = sizes.mul(e, K, 2)
-    seq = e.reshape(e.op("Concat", e.reshape(item, [-1, 1]), e.reshape(svals, [-1, 1]), axis=1), [-1])
-    seq_p = e.reshape(e.op("Concat", e.reshape(spos, [-1, 1]), e.reshape(spos, [-1, 1]), axis=1), [-1])
-    rev_p = reverse(e, seq_p, n2)
-    nan_after = reverse(e, segmented_scan(e, rev_p, reverse(e, e.op("IsNaN", seq), n2), n2, bound, or_step,
-                                          e.const(np.zeros(1, dtype=bool)), block=block), n2)
-    kept = _pick(e, seq, neutral, nan_after, n2)
-    best = segmented_scan(e, seq_p, kept, n2, bound, keep_step("Greater" if red == "max" else "Less"), neutral,
+    not_first = e.op("Equal", spos, shift(e, spos, 1, K, e.i32(-1)))
+    d = e.op("Gather", flat, spos, axis=0)
+    take_data = e.op("And", e.op("Not", not_first), e.op(compare, d, svals))
+    items = _choose(e, svals, d, take_data, K)
+    isnan = e.op("IsNaN", svals)
+    after_nan = shift(e, isnan, 1, K, e.const(np.zeros(1, dtype=bool)))
+    starts = e.op("Or", e.op("Not", not_first), after_nan)
+    seg = prefix_count(e, e.cast(starts, ir.DataType.INT32), K)
+    best = segmented_scan(e, seg, items, K, sizes.upper_bound(K, MAX_SLOTS), keep_step(compare), neutral,
                           block=block)
-    at_update = e.reshape(e.slice(e.reshape(best, [-1, 2]), [1], [2], [1]), [-1])
     nan = e.const(np.asarray([np.nan], dtype=dt.numpy()))
-    return _pick(e, at_update, nan, e.op("IsNaN", svals), K)
+    return _pick(e, best, nan, isnan, K)
+
+
+def prefix_count(e: Emitter, flags: ir.Value, n: Size) -> ir.Value:
+    """Inclusive prefix sum of a 1-D int32 tensor of n elements (exact: n < 2^31).
+
+    ONNX's CumSum, except where the target's own CumSum is known to be slow for this length
+    (``cost_facts["cumsum_native_max_axis"]``: WebGPU's kernel reads the whole prefix for every
+    element, onnxruntime/core/providers/webgpu/math/cumsum.cc); there, when n is static, the
+    blocked Add scan of cumprod.py, no wider than the target binds."""
+    from ..targets import get_target
+    from .cumprod import scan_static
+
+    target = get_target(e.ctx.target)
+    limit = target.cost_facts.get("cumsum_native_max_axis")
+    if limit is not None and isinstance(n, int) and n > limit:
+        return scan_static(e, flags, [n], 0, "Add", False, False, ir.DataType.INT32,
+                           max_width=e.ctx.options.get("max_io_width"))
+    return e.op("CumSum", flags, e.i32(0))
 
 
 def scatter_flat(e: Emitter, flat: ir.Value, pos: ir.Value, vals: ir.Value, K: Size, M: Size, red: str,

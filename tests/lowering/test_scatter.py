@@ -170,6 +170,27 @@ def test_max_min_nan_sequences_vs_ort(reduction, dtype, seed):
 
 
 @pytest.mark.parametrize("reduction", ["max", "min"])
+@pytest.mark.parametrize("K,M,p_nan", [(5000, 3, 0.002), (5000, 40, 0.05), (700, 2, 0.0), (4100, 1, 0.3)])
+def test_max_min_long_runs_cross_scan_blocks_vs_ort(reduction, K, M, p_nan):
+    """Runs of hundreds to thousands of updates (every level of the blocked scan: chains of 16,
+    their block ends, the Hillis–Steele rest) with NaN segments ending anywhere in a block:
+    bit for bit ORT's sequential kernel, also with a symbolic number of updates."""
+    rng = np.random.default_rng(K + M)
+    data = rng.integers(-50, 50, [M]).astype(np.float32)
+    updates = rng.integers(-1000, 1000, [K]).astype(np.float32)
+    updates[rng.random(K) < p_nan] = np.nan
+    updates[rng.random(K) < 0.05] = -0.0
+    updates[rng.random(K) < 0.05] = 0.0
+    indices = rng.integers(-M, M, [K]).astype(np.int64)
+    feeds = {"data": data, "indices": indices, "updates": updates}
+    for ishape in ([K], ["k"]):
+        m = elements_model([M], ishape, 0, reduction, np.float32)
+        (want,) = run_cpu(elements_model([M], [K], 0, reduction, np.float32), feeds)
+        (y,) = run_cpu(lowered(m).model, feeds)
+        _bits_equal(y, want)
+
+
+@pytest.mark.parametrize("reduction", ["max", "min"])
 def test_max_min_nan_exact_cases(reduction):
     """Hand-checked sequences at one position: (data, updates) -> ORT's result."""
     cases = [(1.0, [np.nan, 2.0], 2.0), (1.0, [2.0, np.nan], np.nan), (np.nan, [0.5], 0.5),
