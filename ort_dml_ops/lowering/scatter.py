@@ -255,8 +255,8 @@ def _choose(e: Emitter, a: ir.Value, b: ir.Value, take_b: ir.Value, n: Size) -> 
     return e.op("Gather", e.op("Concat", a, b, axis=0), idx, axis=0)
 
 
-def _max_min_sequential(e: Emitter, flat: ir.Value, spos: ir.Value, svals: ir.Value, K: Size,
-                        red: str, dt: ir.DataType, block: int) -> ir.Value:
+def _max_min_sequential(e: Emitter, flat: ir.Value, spos: ir.Value, svals: ir.Value, not_first: ir.Value,
+                        K: Size, red: str, dt: ir.DataType, block: int) -> ir.Value:
     """Per sorted update k: ONNX Runtime's sequential max/min of the data item and the updates
     of k's run up to k (exact at each run's last element, which is all the caller reads).
 
@@ -268,26 +268,23 @@ def _max_min_sequential(e: Emitter, flat: ir.Value, spos: ir.Value, svals: ir.Va
 
     * the data item is folded into the first update of its run (one strict compare, a
       bit-copying pick), so the run is K items, not 2K;
-    * segment ids: a global prefix count (CumSum, int32, exact) of "first of its run, or right
-      after a NaN" — equal ids are exactly the items one sequential fold chains;
+    * segment ids: a global prefix count (CumSum, int32, exact) of "first of its run, a NaN,
+      or right after a NaN" — equal ids are exactly the items one sequential fold chains, and
+      a NaN is a segment of its own (so a run whose last update is NaN gives that NaN);
     * one segmented scan with the sequential step over those ids (associative without NaN:
-      the last of the items equal to the max / min), and a run whose last update is NaN gives
-      NaN (its own segment holds only what came before it in the segment).
+      the last of the items equal to the max / min).
     """
     compare = "Greater" if red == "max" else "Less"
     neutral = e.const(np.asarray([-np.inf if red == "max" else np.inf], dtype=dt.numpy()))
-    not_first = e.op("Equal", spos, shift(e, spos, 1, K, e.i32(-1)))
     d = e.op("Gather", flat, spos, axis=0)
     take_data = e.op("And", e.op("Not", not_first), e.op(compare, d, svals))
     items = _choose(e, svals, d, take_data, K)
     isnan = e.op("IsNaN", svals)
     after_nan = shift(e, isnan, 1, K, e.const(np.zeros(1, dtype=bool)))
-    starts = e.op("Or", e.op("Not", not_first), after_nan)
+    starts = e.op("Or", e.op("Or", e.op("Not", not_first), isnan), after_nan)
     seg = prefix_count(e, e.cast(starts, ir.DataType.INT32), K)
-    best = segmented_scan(e, seg, items, K, sizes.upper_bound(K, MAX_SLOTS), keep_step(compare), neutral,
+    return segmented_scan(e, seg, items, K, sizes.upper_bound(K, MAX_SLOTS), keep_step(compare), neutral,
                           block=block)
-    nan = e.const(np.asarray([np.nan], dtype=dt.numpy()))
-    return _pick(e, best, nan, isnan, K)
 
 
 def prefix_count(e: Emitter, flags: ir.Value, n: Size) -> ir.Value:
@@ -319,17 +316,19 @@ def scatter_flat(e: Emitter, flat: ir.Value, pos: ir.Value, vals: ir.Value, K: S
         # TopK keeps equal keys in index order (ONNX spec), so each run lists its updates in order.
         spos, perm = e.op("TopK", pos, sizes.tensor(e, K), outputs=2, largest=0, sorted=1, axis=0)
         svals = e.op("Gather", vals, perm, axis=0)
+        # same[i]: element i + 1 continues element i's run (K − 1 flags, from two views of spos)
+        same = e.op("Equal", e.op("Slice", spos, e.i64([1]), e.i64([2**62]), e.i64([0])),
+                    e.op("Slice", spos, e.i64([0]), e.i64([-1]), e.i64([0])))
+        no = e.const(np.zeros(1, dtype=bool))
+        is_last = e.op("Not", e.op("Concat", same, no, axis=0))
         op = REDUCE_OPS[red]
         if red in ("max", "min") and dt in _FLOATS:
-            result = _max_min_sequential(e, flat, spos, svals, K, red, dt, block)
+            not_first = e.op("Concat", no, same, axis=0)
+            result = _max_min_sequential(e, flat, spos, svals, not_first, K, red, dt, block)
         else:
             scanned = segmented_scan(e, spos, svals, K, sizes.upper_bound(K, MAX_SLOTS), fold_step(op, dt in _FLOATS),
                                      e.const(_identity(red, dt)), block=block)
             result = e.op(op, e.op("Gather", flat, spos, axis=0), scanned)
-        # the next element's position (−1 after the last): a run ends where it differs
-        nxt = e.op("Slice", e.op("Pad", spos, e.i64([0, 1]), e.i32(-1), mode="constant"),
-                   e.i64([1]), sizes.tensor(e, sizes.add(e, K, 1)), e.i64([0]))
-        is_last = e.op("Not", e.op("Equal", spos, nxt))
         target = e.op("Where", is_last, spos, sizes.on_device(e, M, np.int32))
     n_slots = K
     if not isinstance(K, int):

@@ -190,6 +190,31 @@ def test_max_min_long_runs_cross_scan_blocks_vs_ort(reduction, K, M, p_nan):
         _bits_equal(y, want)
 
 
+@pytest.mark.parametrize("reduction", ["add", "mul"])
+def test_add_mul_long_runs_keep_signed_zeros_and_specials_vs_ort(reduction):
+    """Runs of thousands of updates cross the scan's block fix-up: a run of −0.0 summands onto
+    −0.0 data stays −0.0, inf and NaN propagate, and small integers are exact — the same bits
+    as ORT's sequential kernel."""
+    rng = np.random.default_rng(11)
+    K, M = 6000, 6
+    data = np.array([-0.0, -0.0, 1.0, 2.0, -0.0, 1.0], np.float32)
+    indices = rng.integers(0, M, [K]).astype(np.int64)
+    if reduction == "add":
+        updates = rng.integers(-3, 4, [K]).astype(np.float32)
+        updates[indices <= 1] = -0.0  # positions 0 and 1: only -0.0 summands
+        updates[(indices == 4) & (rng.random(K) < 0.01)] = np.inf
+    else:
+        updates = rng.choice(np.array([1.0, -1.0], np.float32), [K])
+        updates[(indices == 0) & (rng.random(K) < 0.5)] = -0.0
+        updates[(indices == 3) & (rng.random(K) < 0.01)] = np.nan
+        updates[(indices == 4) & (rng.random(K) < 0.01)] = np.inf
+    m = elements_model([M], [K], 0, reduction, np.float32)
+    feeds = {"data": data, "indices": indices, "updates": updates}
+    (want,) = run_cpu(m, feeds)
+    (y,) = run_cpu(lowered(m).model, feeds)
+    _bits_equal(y, want)
+
+
 @pytest.mark.parametrize("reduction", ["max", "min"])
 def test_max_min_nan_exact_cases(reduction):
     """Hand-checked sequences at one position: (data, updates) -> ORT's result."""
