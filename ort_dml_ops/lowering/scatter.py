@@ -308,6 +308,7 @@ def prefix_count(e: Emitter, flags: ir.Value, n: Size) -> ir.Value:
 def scatter_flat(e: Emitter, flat: ir.Value, pos: ir.Value, vals: ir.Value, K: Size, M: Size, red: str,
                  dt: ir.DataType, block: int = BLOCK) -> ir.Value:
     """Scatter K values at flat positions into the M-element 1-D `flat`."""
+    fold = None  # (op, identity, run folds): the data is combined at the write
     if red == "none":
         target = pos
         result = vals
@@ -326,9 +327,10 @@ def scatter_flat(e: Emitter, flat: ir.Value, pos: ir.Value, vals: ir.Value, K: S
             not_first = e.op("Concat", no, same, axis=0)
             result = _max_min_sequential(e, flat, spos, svals, not_first, K, red, dt, block)
         else:
+            identity = e.const(_identity(red, dt))
             scanned = segmented_scan(e, spos, svals, K, sizes.upper_bound(K, MAX_SLOTS), fold_step(op, dt in _FLOATS),
-                                     e.const(_identity(red, dt)), block=block)
-            result = e.op(op, e.op("Gather", flat, spos, axis=0), scanned)
+                                     identity, block=block)
+            fold = (op, identity, scanned)
         target = e.op("Where", is_last, spos, sizes.on_device(e, M, np.int32))
     n_slots = K
     if not isinstance(K, int):
@@ -343,6 +345,12 @@ def scatter_flat(e: Emitter, flat: ir.Value, pos: ir.Value, vals: ir.Value, K: S
     unpooled = e.op("MaxUnpool", slots, e.reshape(target, [1, 1, -1]), sizes.concat(e, [1, 1, L]),
                     kernel_shape=[1], strides=[1])
     A = e.op("Slice", e.reshape(unpooled, [-1]), e.i64([0]), sizes.tensor(e, M), e.i64([0]))
+    if fold is not None:
+        # add, mul and integer max/min: data op (its run's fold, or the op's identity where no
+        # update lands — x op identity == x bit for bit), one Gather at the slot number itself
+        op, identity, scanned = fold
+        contrib = e.op("Gather", e.op("Concat", identity, scanned, axis=0), e.cast(A, ir.DataType.INT32), axis=0)
+        return e.op(op, flat, contrib)
     mark = e.op("Greater", A, e.const(np.float32(0)))
     # int32 indices (K < 2^24): a float -> int32 Cast, never a 64-bit one. The write is a Gather
     # from [data; results] (no float Where: it would turn -0.0 into +0.0); slot A ≥ 1 is
