@@ -95,13 +95,15 @@ def shift(e: Emitter, x: ir.Value, s: int, n: Size, fill: ir.Value) -> ir.Value:
 
 
 def segmented_scan(e: Emitter, keys: ir.Value, vals: ir.Value, n: Size, bound: int, step: Step,
-                   identity: ir.Value, level: int = 0, block: int = BLOCK) -> ir.Value:
+                   identity: ir.Value, level: int = 0, block: int = BLOCK, cont: ir.Value | None = None) -> ir.Value:
     """Inclusive scan of the 1-D `vals` (n elements, n ≤ bound) within runs of equal `keys`.
 
     `identity` is a 1-element tensor of vals' type (the pad value; padded slots never meet a
     real run, since their key is −1 and real keys are ≥ 0). `block` is the chain's width: the
     Split and Concat bind that many tensors, so a target that binds few (WebGPU: 8 storage
-    buffers per shader) passes its limit."""
+    buffers per shader) passes its limit. `cont` (bool, n), where the caller has it: element i
+    continues element i − 1's run — the chain then splits these flags (a quarter pass) instead of
+    the int32 keys and comparing neighbours."""
     if bound <= 1:
         return vals
     B = block
@@ -115,16 +117,24 @@ def segmented_scan(e: Emitter, keys: ir.Value, vals: ir.Value, n: Size, bound: i
         pads = sizes.concat(e, [0, pad])
         vals = e.op("Pad", vals, pads, fill, mode="constant")
         keys = e.op("Pad", keys, pads, minus1, mode="constant")
+        if cont is not None:
+            cont = e.op("Pad", cont, pads, e.const(np.zeros((), dtype=bool)), mode="constant")
     V = e.reshape(vals, [-1, B])
     Kk = e.reshape(keys, [-1, B])
     vcols = e.split(V, [1] * B, axis=1)
-    kcols = e.split(Kk, [1] * B, axis=1)
-    outs = _chain(e, step, kcols, vcols, identity.dtype.numpy())
+    if cont is None:
+        kcols = e.split(Kk, [1] * B, axis=1)
+        sames = [None] + [e.op("Equal", kcols[j], kcols[j - 1]) for j in range(1, B)]
+        last_keys = kcols[-1]
+    else:
+        sames = e.split(e.reshape(cont, [-1, B]), [1] * B, axis=1)
+        last_keys = e.slice(Kk, [B - 1], [B], [1])
+    outs = _chain(e, step, sames, vcols, identity.dtype.numpy())
     S = e.op("Concat", *outs, axis=1)
     nb_bound = math.ceil(bound / B)
     if nb_bound > 1:
         ends_v = e.reshape(outs[-1], [-1])
-        ends_k = e.reshape(kcols[-1], [-1])
+        ends_k = e.reshape(last_keys, [-1])
         carry = segmented_scan(e, ends_k, ends_v, nb, nb_bound, step, identity, level + 1, block)
         prev_carry = shift(e, carry, 1, nb, fill)
         prev_key = e.reshape(shift(e, ends_k, 1, nb, minus1), [-1, 1])
@@ -136,8 +146,9 @@ def segmented_scan(e: Emitter, keys: ir.Value, vals: ir.Value, n: Size, bound: i
     return out
 
 
-def _chain(e: Emitter, step: Step, kcols: list[ir.Value], vcols: list[ir.Value], np_dtype: np.dtype) -> list[ir.Value]:
-    """The sequential scan over the block's columns ([nb, 1] each): y_j = step(same, y_{j−1}, x_j).
+def _chain(e: Emitter, step: Step, sames: list, vcols: list[ir.Value], np_dtype: np.dtype) -> list[ir.Value]:
+    """The sequential scan over the block's columns ([nb, 1] each): y_j = step(same_j, y_{j−1}, x_j)
+    (same_j: column j continues column j − 1's run).
 
     Float Add and Mul skip the bit-copying select of the generic step (a Concat, an int Where
     and a GatherElements per column) with a float Where whose only constant sits in its true
@@ -154,7 +165,7 @@ def _chain(e: Emitter, step: Step, kcols: list[ir.Value], vcols: list[ir.Value],
     outs = [vcols[0]]
     neg = e.op("Neg", vcols[0]) if fast and op == "Add" else None
     for j in range(1, len(vcols)):
-        same = e.op("Equal", kcols[j], kcols[j - 1])
+        same = sames[j]
         if not fast:
             outs.append(step(e, same, outs[-1], vcols[j], 1))
             continue
