@@ -49,8 +49,6 @@ from .segscan import (
     BLOCK,
     fold_step,
     keep_step,
-    or_step,
-    reverse,
     segmented_scan,
     shift,
 )
