@@ -282,7 +282,7 @@ def _max_min_sequential(e: Emitter, flat: ir.Value, spos: ir.Value, svals: ir.Va
     starts = e.op("Or", e.op("Or", e.op("Not", not_first), isnan), after_nan)
     seg = prefix_count(e, e.cast(starts, ir.DataType.INT32), K)
     return segmented_scan(e, seg, items, K, sizes.upper_bound(K, MAX_SLOTS), keep_step(compare), neutral,
-                          block=block, cont=e.op("Not", starts))
+                          block=block, cont=e.op("Not", starts) if sizes.upper_bound(K, MAX_SLOTS) > block else None)
 
 
 def prefix_count(e: Emitter, flags: ir.Value, n: Size) -> ir.Value:
@@ -320,11 +320,15 @@ def scatter_flat(e: Emitter, flat: ir.Value, pos: ir.Value, vals: ir.Value, K: S
                     e.op("Slice", spos, e.i64([0]), e.i64([-1]), e.i64([0])))
         no = e.const(np.zeros(1, dtype=bool))
         is_last = e.op("Not", e.op("Concat", same, no, axis=0))
-        not_first = e.op("Concat", no, same, axis=0)
-        if not isinstance(K, int):  # K = 0 at run time: one flag too many (same has 0, not −1)
-            not_first = e.op("Slice", not_first, e.i64([0]), sizes.tensor(e, K), e.i64([0]))
         op = REDUCE_OPS[red]
-        if red in ("max", "min") and dt in _FLOATS:
+        sequential = red in ("max", "min") and dt in _FLOATS
+        not_first = None
+        if sequential or sizes.upper_bound(K, MAX_SLOTS) > block:  # else the scan never reads it
+            # (no dead node: the DML EP's graph fusion fails on an unused bool Concat, lane-tested)
+            not_first = e.op("Concat", no, same, axis=0)
+            if not isinstance(K, int):  # K = 0 at run time: one flag too many (same has 0, not −1)
+                not_first = e.op("Slice", not_first, e.i64([0]), sizes.tensor(e, K), e.i64([0]))
+        if sequential:
             result = _max_min_sequential(e, flat, spos, svals, not_first, K, red, dt, block)
         else:
             identity = e.const(_identity(red, dt))

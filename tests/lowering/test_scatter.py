@@ -415,3 +415,15 @@ def test_symbolic_shapes_with_empty_tensors_at_run_time(reduction):
     for d, t in (((0, 5), (0, 5)), ((3, 0), (4, 0)), ((3, 5), (0, 5))):
         feeds = {"data": np.ones(d, np.float32), "indices": np.zeros(t, np.int64), "updates": np.ones(t, np.float32)}
         np.testing.assert_array_equal(run_cpu(low, feeds)[0], run_cpu(m, feeds)[0])
+
+
+@pytest.mark.parametrize("reduction", ["none", "add", "mul", "max", "min"])
+@pytest.mark.parametrize("dtype", [np.float32, np.int32])
+@pytest.mark.parametrize("ishape", [[15], [100], ["k"]])
+def test_no_dead_nodes(reduction, dtype, ishape):
+    """Every emitted node's output is read: the DML EP's graph fusion refuses a partition holding
+    an unused bool Concat ("Invalid parameter", DmlGraphFusionHelper.cpp, seen on the lane with
+    K = 15, where the short scan never read the run-continuation flags)."""
+    m = convert(elements_model([7], ishape, 0, reduction, dtype), "dml", strategy="lower").model
+    used = {i for n in m.graph.node for i in n.input} | {o.name for o in m.graph.output}
+    assert [n.name for n in m.graph.node if not any(o in used for o in n.output if o)] == []
