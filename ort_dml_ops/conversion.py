@@ -25,7 +25,7 @@ import onnx_ir as ir
 
 from ._domain import DOMAIN, DOMAIN_VERSION
 from .errors import UserError
-from .lowering import FAMILY_OPS, RULES, opset as opset_rule
+from .lowering import FAMILY_OPS, RULES, cost, opset as opset_rule
 from .lowering._base import RewriteContext, attr_str, const_array, static_shape
 from .lowering.fallback import route_to_fallback
 from .lowering.fold_if import FoldResult, fold_static_ifs
@@ -51,6 +51,7 @@ class NodeReport:
     reason: str
     emitted: list[str] = dataclasses.field(default_factory=list)
     note: str = ""
+    cost: dict = dataclasses.field(default_factory=dict)  # per option: passes, copies, bytes_moved (lowering/cost.py)
 
     def to_dict(self) -> dict:
         return dataclasses.asdict(self)
@@ -317,6 +318,8 @@ def _convert_node(graph, node: ir.Node, where: str, ctx: RewriteContext, strateg
     rep = NodeReport(node.name or "", node.op_type, node.domain, where, "native", "")
     native, native_why = _native(node, ctx)
     rules = [r for r in RULES if r.match(node) and r.applies_to(ctx.target)]
+    costs = cost.for_node(node, ctx, native, rules)
+    rep.cost = cost.report(costs)
     if strategy == "native":
         rep.reason = "strategy native: " + native_why
         return rep
@@ -332,6 +335,9 @@ def _convert_node(graph, node: ir.Node, where: str, ctx: RewriteContext, strateg
     if costly:
         native_why = f"{native_why}, but {costly}"
     refusals = []
+    if strategy == "auto" and cost.dominated(costs, "lowered", by="cpu"):
+        refusals.append("cost: the CPU path is no costlier in passes and copies (report: cost)")
+        rules = []
     for rule in rules:
         why = rule.check(node, ctx)
         if why is not None:
@@ -371,24 +377,8 @@ def _convert_node(graph, node: ir.Node, where: str, ctx: RewriteContext, strateg
 
 
 def _native_costlier(node: ir.Node, ctx: RewriteContext) -> str | None:
-    """Why the target's native kernel is the costlier choice (targets' cost_facts), or None.
-
-    WebGPU CumSum (onnxruntime/core/providers/webgpu/math/cumsum.cc) loops over the whole
-    prefix for every output element: above `cumsum_native_max_axis` the blocked scan wins.
-    """
-    from .targets import get_target
-
-    limit = get_target(ctx.target).cost_facts.get("cumsum_native_max_axis")
-    if limit is None or node.op_type != "CumSum" or len(node.inputs) < 2:
-        return None
-    shape, axis = static_shape(node.inputs[0]), const_array(node.inputs[1])
-    if shape is None or axis is None or not -len(shape) <= int(axis.reshape(-1)[0]) < len(shape):
-        return None
-    n = shape[int(axis.reshape(-1)[0]) % len(shape)]
-    if n is None or n <= limit:
-        return None
-    return (f"its kernel reads the whole prefix for every element (O(n²) along an axis of {n} > {limit}; "
-            "measured: docs/performance.md)")
+    """Why the target's native kernel is the costlier choice (lowering/cost.py), or None."""
+    return cost.native_costlier(node, ctx)
 
 
 def _apply_fallback(graph, node, ctx, rep: NodeReport, why: str) -> NodeReport:

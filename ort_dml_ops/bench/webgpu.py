@@ -163,20 +163,27 @@ def _placement(session) -> dict:
     return out
 
 
-def _copies(model, force_cpu: bool, feeds: dict) -> int:
+def _copies(model, force_cpu: bool, feeds: dict) -> tuple[int, int]:
+    """(Memcpy kernels, bytes every other kernel wrote) in one profiled run — the copies and the
+    full-size passes' numerator (bench/passes.py; the sandwich's own two Neg included)."""
     with tempfile.TemporaryDirectory() as tmp:
         s = _session(model, force_cpu, profile_dir=tmp)
         s.run(None, feeds)
         path = s.end_profiling()
         with open(path) as f:
             events = json.load(f)
-    return sum(
-        1
-        for e in events
-        if e.get("cat") == "Node"
-        and e.get("name", "").endswith("_kernel_time")
-        and str((e.get("args") or {}).get("op_name", "")).startswith("Memcpy")
-    )
+    copies = written = 0
+    seen = set()
+    for e in events:
+        if e.get("cat") != "Node" or not e.get("name", "").endswith("_kernel_time") or e["name"] in seen:
+            continue
+        seen.add(e["name"])
+        args = e.get("args") or {}
+        if str(args.get("op_name", "")).startswith("Memcpy"):
+            copies += 1
+        else:
+            written += int(args.get("output_size", 0) or 0)
+    return copies, written
 
 
 def _models(op: str, reduction: str | None, shape, axis: int) -> dict:
@@ -258,7 +265,8 @@ def run_webgpu(
                     )
                     row[f"{v}_max_rel_err"] = err
                     row[f"{v}_nodes"] = _placement(s)
-                    row[f"{v}_copies"] = _copies(model, force, feeds)
+                    row[f"{v}_copies"], written = _copies(model, force, feeds)
+                    row[f"{v}_passes"] = round(written / max(want.nbytes, 1), 1)
                     sessions[v] = s
                     fns[v] = lambda s=s, feeds=feeds: s.run(None, feeds)
                 first = {}
@@ -294,9 +302,10 @@ def table(result: dict) -> str:
         "",
         (
             "| case | native WebGPU ms | lowered on WebGPU ms | CPU path ms | native / CPU | lowered / CPU "
-            "| copies native / lowered / CPU | nodes on CPU (lowered) | max rel err |"
+            "| lowered / native | passes native / lowered / CPU | copies native / lowered / CPU "
+            "| nodes on CPU (lowered) | max rel err |"
         ),
-        "|---|---|---|---|---|---|---|---|---|",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
 
     def ms(v):
@@ -311,6 +320,7 @@ def table(result: dict) -> str:
 
     for r in result["rows"]:
         copies = " / ".join(str(r.get(f"{v}_copies", "—")) for v in VARIANTS)
+        passes = " / ".join(str(r.get(f"{v}_passes", "—")) for v in VARIANTS)
         cpu_nodes = (
             r.get("lowered_nodes", {}).get("CPUExecutionProvider", 0)
             if "lowered_nodes" in r
@@ -319,7 +329,8 @@ def table(result: dict) -> str:
         err = max((r[k] for k in r if k.endswith("_max_rel_err")), default=None)
         lines.append(
             f"| {r['case']} | {ms(r.get('native'))} | {ms(r.get('lowered'))} | {ms(r.get('cpu'))} | "
-            f"{ratio(r.get('native'), r.get('cpu'))} | {ratio(r.get('lowered'), r.get('cpu'))} | {copies} | "
+            f"{ratio(r.get('native'), r.get('cpu'))} | {ratio(r.get('lowered'), r.get('cpu'))} | "
+            f"{ratio(r.get('lowered'), r.get('native'))} | {passes} | {copies} | "
             f"{cpu_nodes} | {'' if err is None else f'{err:.1e}'} |"
         )
     notes = [

@@ -49,8 +49,6 @@ from .segscan import (
     BLOCK,
     fold_step,
     keep_step,
-    or_step,
-    reverse,
     segmented_scan,
     shift,
 )
@@ -247,41 +245,68 @@ def _pick(e: Emitter, t: ir.Value, other: ir.Value, take_other: ir.Value, n: Siz
     return e.op("Gather", e.op("Concat", t, other, axis=0), idx, axis=0)
 
 
-def _max_min_sequential(e: Emitter, flat: ir.Value, spos: ir.Value, svals: ir.Value, K: Size,
-                        red: str, dt: ir.DataType, block: int) -> ir.Value:
+def _choose(e: Emitter, a: ir.Value, b: ir.Value, take_b: ir.Value, n: Size) -> ir.Value:
+    """Where(take_b, b, a) for 1-D a, b of n elements, copying bits (see `_pick`): one Gather
+    from [a; b] at i or n + i."""
+    i = sizes.iota(e, n, np.int32)
+    idx = e.op("Where", take_b, e.op("Add", i, sizes.on_device(e, n, np.int32)), i)
+    return e.op("Gather", e.op("Concat", a, b, axis=0), idx, axis=0)
+
+
+def _max_min_sequential(e: Emitter, flat: ir.Value, spos: ir.Value, svals: ir.Value, not_first: ir.Value,
+                        K: Size, red: str, dt: ir.DataType, block: int) -> ir.Value:
     """Per sorted update k: ONNX Runtime's sequential max/min of the data item and the updates
     of k's run up to k (exact at each run's last element, which is all the caller reads).
 
     The CPU kernel (onnxruntime/core/providers/cpu/tensor/scatter.cc, `Max`/`Min` functors)
     keeps the current value only if it compares strictly greater (max) / smaller (min) than the
     update, else takes the update: a NaN is replaced by the next item, ties go to the later item
-    (the sign of a zero survives). That fold is not associative, so: the run's items (data, then
-    updates in index order) are laid out as a sequence, every item with a NaN at or after it in
-    its run is masked to the neutral ±inf (a reverse segmented Or scan), the kept items are
-    reduced with that same step (associative without NaN: the last of the items equal to the
-    max / min), and a run whose last update is NaN gives NaN.
+    (the sign of a zero survives). That fold is not associative, but it is once every NaN ends
+    a segment: the value after a NaN starts afresh, as if nothing came before. So:
+
+    * the data item is folded into the first update of its run (one strict compare, a
+      bit-copying pick), so the run is K items, not 2K;
+    * segment ids: a global prefix count (CumSum, int32, exact) of "first of its run, a NaN,
+      or right after a NaN" — equal ids are exactly the items one sequential fold chains, and
+      a NaN is a segment of its own (so a run whose last update is NaN gives that NaN);
+    * one segmented scan with the sequential step over those ids (associative without NaN:
+      the last of the items equal to the max / min).
     """
+    compare = "Greater" if red == "max" else "Less"
     neutral = e.const(np.asarray([-np.inf if red == "max" else np.inf], dtype=dt.numpy()))
-    bound = 2 * sizes.upper_bound(K, MAX_SLOTS)
-    first = e.op("Equal", spos, shift(e, spos, 1, K, e.i32(-1)))  # True: not the first of its run
-    item = _pick(e, e.op("Gather", flat, spos, axis=0), neutral, first, K)
-    n2 = sizes.mul(e, K, 2)
-    seq = e.reshape(e.op("Concat", e.reshape(item, [-1, 1]), e.reshape(svals, [-1, 1]), axis=1), [-1])
-    seq_p = e.reshape(e.op("Concat", e.reshape(spos, [-1, 1]), e.reshape(spos, [-1, 1]), axis=1), [-1])
-    rev_p = reverse(e, seq_p, n2)
-    nan_after = reverse(e, segmented_scan(e, rev_p, reverse(e, e.op("IsNaN", seq), n2), n2, bound, or_step,
-                                          e.const(np.zeros(1, dtype=bool)), block=block), n2)
-    kept = _pick(e, seq, neutral, nan_after, n2)
-    best = segmented_scan(e, seq_p, kept, n2, bound, keep_step("Greater" if red == "max" else "Less"), neutral,
-                          block=block)
-    at_update = e.reshape(e.slice(e.reshape(best, [-1, 2]), [1], [2], [1]), [-1])
-    nan = e.const(np.asarray([np.nan], dtype=dt.numpy()))
-    return _pick(e, at_update, nan, e.op("IsNaN", svals), K)
+    d = e.op("Gather", flat, spos, axis=0)
+    take_data = e.op("And", e.op("Not", not_first), e.op(compare, d, svals))
+    items = _choose(e, svals, d, take_data, K)
+    isnan = e.op("IsNaN", svals)
+    after_nan = shift(e, isnan, 1, K, e.const(np.zeros(1, dtype=bool)))
+    starts = e.op("Or", e.op("Or", e.op("Not", not_first), isnan), after_nan)
+    seg = prefix_count(e, e.cast(starts, ir.DataType.INT32), K)
+    return segmented_scan(e, seg, items, K, sizes.upper_bound(K, MAX_SLOTS), keep_step(compare), neutral,
+                          block=block, cont=e.op("Not", starts) if sizes.upper_bound(K, MAX_SLOTS) > block else None)
+
+
+def prefix_count(e: Emitter, flags: ir.Value, n: Size) -> ir.Value:
+    """Inclusive prefix sum of a 1-D int32 tensor of n elements (exact: n < 2^31).
+
+    ONNX's CumSum, except where the target's own CumSum is known to be slow for this length
+    (``cost_facts["cumsum_native_max_axis"]``: WebGPU's kernel reads the whole prefix for every
+    element, onnxruntime/core/providers/webgpu/math/cumsum.cc); there, when n is static, the
+    blocked Add scan of cumprod.py, no wider than the target binds."""
+    from ..targets import get_target
+    from .cumprod import scan_static
+
+    target = get_target(e.ctx.target)
+    limit = target.cost_facts.get("cumsum_native_max_axis")
+    if limit is not None and isinstance(n, int) and n > limit:
+        return scan_static(e, flags, [n], 0, "Add", False, False, ir.DataType.INT32,
+                           max_width=e.ctx.options.get("max_io_width"))
+    return e.op("CumSum", flags, e.i32(0))
 
 
 def scatter_flat(e: Emitter, flat: ir.Value, pos: ir.Value, vals: ir.Value, K: Size, M: Size, red: str,
                  dt: ir.DataType, block: int = BLOCK) -> ir.Value:
     """Scatter K values at flat positions into the M-element 1-D `flat`."""
+    fold = None  # (op, identity, run folds): the data is combined at the write
     if red == "none":
         target = pos
         result = vals
@@ -290,17 +315,26 @@ def scatter_flat(e: Emitter, flat: ir.Value, pos: ir.Value, vals: ir.Value, K: S
         # TopK keeps equal keys in index order (ONNX spec), so each run lists its updates in order.
         spos, perm = e.op("TopK", pos, sizes.tensor(e, K), outputs=2, largest=0, sorted=1, axis=0)
         svals = e.op("Gather", vals, perm, axis=0)
+        # same[i]: element i + 1 continues element i's run (K − 1 flags, from two views of spos)
+        same = e.op("Equal", e.op("Slice", spos, e.i64([1]), e.i64([2**62]), e.i64([0])),
+                    e.op("Slice", spos, e.i64([0]), e.i64([-1]), e.i64([0])))
+        no = e.const(np.zeros(1, dtype=bool))
+        is_last = e.op("Not", e.op("Concat", same, no, axis=0))
         op = REDUCE_OPS[red]
-        if red in ("max", "min") and dt in _FLOATS:
-            result = _max_min_sequential(e, flat, spos, svals, K, red, dt, block)
+        sequential = red in ("max", "min") and dt in _FLOATS
+        not_first = None
+        if sequential or sizes.upper_bound(K, MAX_SLOTS) > block:  # else the scan never reads it
+            # (no dead node: the DML EP's graph fusion fails on an unused bool Concat, lane-tested)
+            not_first = e.op("Concat", no, same, axis=0)
+            if not isinstance(K, int):  # K = 0 at run time: one flag too many (same has 0, not −1)
+                not_first = e.op("Slice", not_first, e.i64([0]), sizes.tensor(e, K), e.i64([0]))
+        if sequential:
+            result = _max_min_sequential(e, flat, spos, svals, not_first, K, red, dt, block)
         else:
+            identity = e.const(_identity(red, dt))
             scanned = segmented_scan(e, spos, svals, K, sizes.upper_bound(K, MAX_SLOTS), fold_step(op, dt in _FLOATS),
-                                     e.const(_identity(red, dt)), block=block)
-            result = e.op(op, e.op("Gather", flat, spos, axis=0), scanned)
-        # the next element's position (−1 after the last): a run ends where it differs
-        nxt = e.op("Slice", e.op("Pad", spos, e.i64([0, 1]), e.i32(-1), mode="constant"),
-                   e.i64([1]), sizes.tensor(e, sizes.add(e, K, 1)), e.i64([0]))
-        is_last = e.op("Not", e.op("Equal", spos, nxt))
+                                     identity, block=block, cont=not_first)
+            fold = (op, identity, scanned)
         target = e.op("Where", is_last, spos, sizes.on_device(e, M, np.int32))
     n_slots = K
     if not isinstance(K, int):
@@ -315,6 +349,12 @@ def scatter_flat(e: Emitter, flat: ir.Value, pos: ir.Value, vals: ir.Value, K: S
     unpooled = e.op("MaxUnpool", slots, e.reshape(target, [1, 1, -1]), sizes.concat(e, [1, 1, L]),
                     kernel_shape=[1], strides=[1])
     A = e.op("Slice", e.reshape(unpooled, [-1]), e.i64([0]), sizes.tensor(e, M), e.i64([0]))
+    if fold is not None:
+        # add, mul and integer max/min: data op (its run's fold, or the op's identity where no
+        # update lands — x op identity == x bit for bit), one Gather at the slot number itself
+        op, identity, scanned = fold
+        contrib = e.op("Gather", e.op("Concat", identity, scanned, axis=0), e.cast(A, ir.DataType.INT32), axis=0)
+        return e.op(op, flat, contrib)
     mark = e.op("Greater", A, e.const(np.float32(0)))
     # int32 indices (K < 2^24): a float -> int32 Cast, never a 64-bit one. The write is a Gather
     # from [data; results] (no float Where: it would turn -0.0 into +0.0); slot A ≥ 1 is

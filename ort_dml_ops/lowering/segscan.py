@@ -54,6 +54,8 @@ def fold_step(op: str, floating: bool) -> Step:
             return select_bits(e, same, folded, later, width)
         return e.op("Where", same, folded, later)
 
+    step.fold_op = op  # type: ignore[attr-defined]  # read by _chain and the block fix-up (_fix_up)
+    step.floating = floating  # type: ignore[attr-defined]
     return step
 
 
@@ -73,6 +75,7 @@ def keep_step(compare: str) -> Step:
             earlier = e.op("Expand", earlier, e.i64([1, width]))
         return select_bits(e, keep, earlier, later, width)
 
+    step.compare = compare  # type: ignore[attr-defined]  # read by the block fix-up (_fix_up)
     return step
 
 
@@ -92,13 +95,15 @@ def shift(e: Emitter, x: ir.Value, s: int, n: Size, fill: ir.Value) -> ir.Value:
 
 
 def segmented_scan(e: Emitter, keys: ir.Value, vals: ir.Value, n: Size, bound: int, step: Step,
-                   identity: ir.Value, level: int = 0, block: int = BLOCK) -> ir.Value:
+                   identity: ir.Value, level: int = 0, block: int = BLOCK, cont: ir.Value | None = None) -> ir.Value:
     """Inclusive scan of the 1-D `vals` (n elements, n ≤ bound) within runs of equal `keys`.
 
     `identity` is a 1-element tensor of vals' type (the pad value; padded slots never meet a
     real run, since their key is −1 and real keys are ≥ 0). `block` is the chain's width: the
     Split and Concat bind that many tensors, so a target that binds few (WebGPU: 8 storage
-    buffers per shader) passes its limit."""
+    buffers per shader) passes its limit. `cont` (bool, n), where the caller has it: element i
+    continues element i − 1's run — the chain then splits these flags (a quarter pass) instead of
+    the int32 keys and comparing neighbours."""
     if bound <= 1:
         return vals
     B = block
@@ -112,28 +117,99 @@ def segmented_scan(e: Emitter, keys: ir.Value, vals: ir.Value, n: Size, bound: i
         pads = sizes.concat(e, [0, pad])
         vals = e.op("Pad", vals, pads, fill, mode="constant")
         keys = e.op("Pad", keys, pads, minus1, mode="constant")
+        if cont is not None:
+            cont = e.op("Pad", cont, pads, e.const(np.zeros((), dtype=bool)), mode="constant")
     V = e.reshape(vals, [-1, B])
     Kk = e.reshape(keys, [-1, B])
     vcols = e.split(V, [1] * B, axis=1)
-    kcols = e.split(Kk, [1] * B, axis=1)
-    outs = [vcols[0]]
-    for j in range(1, B):
-        same = e.op("Equal", kcols[j], kcols[j - 1])
-        outs.append(step(e, same, outs[-1], vcols[j], 1))
+    if cont is None:
+        kcols = e.split(Kk, [1] * B, axis=1)
+        sames = [None] + [e.op("Equal", kcols[j], kcols[j - 1]) for j in range(1, B)]
+        last_keys = kcols[-1]
+    else:
+        sames = e.split(e.reshape(cont, [-1, B]), [1] * B, axis=1)
+        last_keys = e.slice(Kk, [B - 1], [B], [1])
+    outs = _chain(e, step, sames, vcols, identity.dtype.numpy())
     S = e.op("Concat", *outs, axis=1)
     nb_bound = math.ceil(bound / B)
     if nb_bound > 1:
         ends_v = e.reshape(outs[-1], [-1])
-        ends_k = e.reshape(kcols[-1], [-1])
+        ends_k = e.reshape(last_keys, [-1])
         carry = segmented_scan(e, ends_k, ends_v, nb, nb_bound, step, identity, level + 1, block)
-        prev_carry = e.reshape(shift(e, carry, 1, nb, fill), [-1, 1])
+        prev_carry = shift(e, carry, 1, nb, fill)
         prev_key = e.reshape(shift(e, ends_k, 1, nb, minus1), [-1, 1])
         match = e.op("Equal", Kk, prev_key)
-        S = step(e, match, prev_carry, S, B)  # prev_carry [nb, 1] broadcasts over the block
+        S = _fix_up(e, step, match, prev_carry, S, nb, B, identity)
     out = e.reshape(S, [-1])
     if not (isinstance(pad, int) and pad == 0):
         out = e.op("Slice", out, e.i64([0]), sizes.tensor(e, n), e.i64([0]))
     return out
+
+
+def _chain(e: Emitter, step: Step, sames: list, vcols: list[ir.Value], np_dtype: np.dtype) -> list[ir.Value]:
+    """The sequential scan over the block's columns ([nb, 1] each): y_j = step(same_j, y_{j−1}, x_j)
+    (same_j: column j continues column j − 1's run).
+
+    Float Add and Mul skip the bit-copying select of the generic step (a Concat, an int Where
+    and a GatherElements per column) with a float Where whose only constant sits in its true
+    branch — ONNX Runtime's CPU Where loses the sign of a −0.0 there (see `fold_step`), and the
+    constants are +0.0 and 1.0, which it keeps; y_{j−1} sits in the false branch, copied as is:
+
+    * Mul: y_j = x_j · Where(new run, 1, y_{j−1}) — x · 1 is x bit for bit;
+    * Add: the chain also carries −y: y_j = x_j − Where(new run, +0.0, −y_{j−1}); x − (+0.0)
+      is x bit for bit (−0.0 included, which x + (+0.0) is not), and x − (−y) is x + y exactly
+      (IEEE subtraction is the addition of the negation, rounded once).
+    """
+    op = getattr(step, "fold_op", None)
+    fast = getattr(step, "floating", False) and op in ("Add", "Mul")
+    outs = [vcols[0]]
+    neg = e.op("Neg", vcols[0]) if fast and op == "Add" else None
+    for j in range(1, len(vcols)):
+        same = sames[j]
+        if not fast:
+            outs.append(step(e, same, outs[-1], vcols[j], 1))
+            continue
+        new_run = e.op("Not", same)
+        if op == "Mul":
+            one = e.const(np.ones(1, dtype=np_dtype))
+            outs.append(e.op("Mul", vcols[j], e.op("Where", new_run, one, outs[-1])))
+        else:
+            zero = e.const(np.zeros(1, dtype=np_dtype))
+            outs.append(e.op("Sub", vcols[j], e.op("Where", new_run, zero, neg)))
+            if j < len(vcols) - 1:
+                neg = e.op("Neg", outs[-1])
+    return outs
+
+
+def _fix_up(e: Emitter, step: Step, match: ir.Value, prev_carry: ir.Value, S: ir.Value, nb: Size, B: int,
+            identity: ir.Value) -> ir.Value:
+    """Each element of the [nb, B] block scan `S` whose run continues from the previous block
+    (`match`) folded with that block's carry (`prev_carry`, 1-D, nb).
+
+    The generic step broadcasts the carry over the block and selects with a Concat of both
+    candidates ([nb, 2B]) and a GatherElements: about five full-size passes. The known steps
+    need fewer, with the same values bit for bit:
+
+    * a fold (Add, Mul, Max, Min): the carry or the op's identity, picked by one Gather from
+      [carries; identity] at an int32 index, then the op — three passes. x op identity == x
+      bit for bit (−0.0 for float Add), so no select of the result is needed;
+    * the sequential max / min: the strict compare against the broadcast carry, then one
+      Gather from [S; carries] at i or n + block — about three passes, no [nb, 2B] Concat.
+    """
+    op = getattr(step, "fold_op", None)
+    compare = getattr(step, "compare", None)
+    blk = e.reshape(sizes.iota(e, nb, np.int32), [-1, 1])
+    if op is not None:
+        table = e.op("Concat", prev_carry, identity, axis=0)
+        at = e.op("Where", match, blk, sizes.on_device(e, nb, np.int32))
+        return e.op(op, e.op("Gather", table, at, axis=0), S)
+    if compare is not None:
+        keep = e.op("And", match, e.op(compare, e.reshape(prev_carry, [-1, 1]), S))
+        n = sizes.mul(e, nb, B)
+        i = e.reshape(sizes.iota(e, n, np.int32), [-1, B])
+        idx = e.op("Where", keep, e.op("Add", blk, sizes.on_device(e, n, np.int32)), i)
+        return e.op("Gather", e.op("Concat", e.reshape(S, [-1]), prev_carry, axis=0), idx, axis=0)
+    return step(e, match, e.reshape(prev_carry, [-1, 1]), S, B)  # prev_carry broadcasts over the block
 
 
 def _hillis_steele(e: Emitter, keys: ir.Value, vals: ir.Value, n: Size, steps: int, step: Step,

@@ -170,6 +170,52 @@ def test_max_min_nan_sequences_vs_ort(reduction, dtype, seed):
 
 
 @pytest.mark.parametrize("reduction", ["max", "min"])
+@pytest.mark.parametrize("K,M,p_nan", [(5000, 3, 0.002), (5000, 40, 0.05), (700, 2, 0.0), (4100, 1, 0.3)])
+def test_max_min_long_runs_cross_scan_blocks_vs_ort(reduction, K, M, p_nan):
+    """Runs of hundreds to thousands of updates (every level of the blocked scan: chains of 16,
+    their block ends, the Hillis–Steele rest) with NaN segments ending anywhere in a block:
+    bit for bit ORT's sequential kernel, also with a symbolic number of updates."""
+    rng = np.random.default_rng(K + M)
+    data = rng.integers(-50, 50, [M]).astype(np.float32)
+    updates = rng.integers(-1000, 1000, [K]).astype(np.float32)
+    updates[rng.random(K) < p_nan] = np.nan
+    updates[rng.random(K) < 0.05] = -0.0
+    updates[rng.random(K) < 0.05] = 0.0
+    indices = rng.integers(-M, M, [K]).astype(np.int64)
+    feeds = {"data": data, "indices": indices, "updates": updates}
+    for ishape in ([K], ["k"]):
+        m = elements_model([M], ishape, 0, reduction, np.float32)
+        (want,) = run_cpu(elements_model([M], [K], 0, reduction, np.float32), feeds)
+        (y,) = run_cpu(lowered(m).model, feeds)
+        _bits_equal(y, want)
+
+
+@pytest.mark.parametrize("reduction", ["add", "mul"])
+def test_add_mul_long_runs_keep_signed_zeros_and_specials_vs_ort(reduction):
+    """Runs of thousands of updates cross the scan's block fix-up: a run of −0.0 summands onto
+    −0.0 data stays −0.0, inf and NaN propagate, and small integers are exact — the same bits
+    as ORT's sequential kernel."""
+    rng = np.random.default_rng(11)
+    K, M = 6000, 6
+    data = np.array([-0.0, -0.0, 1.0, 2.0, -0.0, 1.0], np.float32)
+    indices = rng.integers(0, M, [K]).astype(np.int64)
+    if reduction == "add":
+        updates = rng.integers(-3, 4, [K]).astype(np.float32)
+        updates[indices <= 1] = -0.0  # positions 0 and 1: only -0.0 summands
+        updates[(indices == 4) & (rng.random(K) < 0.01)] = np.inf
+    else:
+        updates = rng.choice(np.array([1.0, -1.0], np.float32), [K])
+        updates[(indices == 0) & (rng.random(K) < 0.5)] = -0.0
+        updates[(indices == 3) & (rng.random(K) < 0.01)] = np.nan
+        updates[(indices == 4) & (rng.random(K) < 0.01)] = np.inf
+    m = elements_model([M], [K], 0, reduction, np.float32)
+    feeds = {"data": data, "indices": indices, "updates": updates}
+    (want,) = run_cpu(m, feeds)
+    (y,) = run_cpu(lowered(m).model, feeds)
+    _bits_equal(y, want)
+
+
+@pytest.mark.parametrize("reduction", ["max", "min"])
 def test_max_min_nan_exact_cases(reduction):
     """Hand-checked sequences at one position: (data, updates) -> ORT's result."""
     cases = [(1.0, [np.nan, 2.0], 2.0), (1.0, [2.0, np.nan], np.nan), (np.nan, [0.5], 0.5),
@@ -369,3 +415,15 @@ def test_symbolic_shapes_with_empty_tensors_at_run_time(reduction):
     for d, t in (((0, 5), (0, 5)), ((3, 0), (4, 0)), ((3, 5), (0, 5))):
         feeds = {"data": np.ones(d, np.float32), "indices": np.zeros(t, np.int64), "updates": np.ones(t, np.float32)}
         np.testing.assert_array_equal(run_cpu(low, feeds)[0], run_cpu(m, feeds)[0])
+
+
+@pytest.mark.parametrize("reduction", ["none", "add", "mul", "max", "min"])
+@pytest.mark.parametrize("dtype", [np.float32, np.int32])
+@pytest.mark.parametrize("ishape", [[15], [100], ["k"]])
+def test_no_dead_nodes(reduction, dtype, ishape):
+    """Every emitted node's output is read: the DML EP's graph fusion refuses a partition holding
+    an unused bool Concat ("Invalid parameter", DmlGraphFusionHelper.cpp, seen on the lane with
+    K = 15, where the short scan never read the run-continuation flags)."""
+    m = convert(elements_model([7], ishape, 0, reduction, dtype), "dml", strategy="lower").model
+    used = {i for n in m.graph.node for i in n.input} | {o.name for o in m.graph.output}
+    assert [n.name for n in m.graph.node if not any(o in used for o in n.output if o)] == []

@@ -1,0 +1,168 @@
+"""What each way of running a node costs: the figures `convert`'s report shows, and `auto` reads.
+
+Three options per node (those that exist for it):
+
+* ``native``: the target EP's own kernel — one pass over the data, no copy; except where a
+  target's cost facts say its kernel does more (WebGPU's CumSum reads the whole prefix for every
+  element: onnxruntime/core/providers/webgpu/math/cumsum.cc, about n / 2 reads per element
+  along an axis of n);
+* ``lowered``: the rule's rewrite on the target — the full-size write passes that ONNX Runtime's
+  profiler counts for it (`bench/passes.py`: bytes the kernels write ÷ bytes of the op's output),
+  measured at 1e6 float32 elements with `tools/bench_scatter.py` and the scan rules' bench, and
+  the host↔device copies the rewrite itself makes (the scatter's index guard: one flag);
+* ``cpu``: the node on the CPU EP — one pass there, plus the copies ORT inserts around it
+  (each device-side float input in, the output back; graph_partitioner.cc / Memcpy nodes).
+
+A pass is a read and a write of the op's output size on the device; a copy moves one tensor
+over the host bus, which on a discrete GPU costs many passes' worth of time — so the model does
+not put the two on one scale, and `auto` decides only where one option is no worse on both
+(`dominated`), or where a target's measured cost fact says so (`native_costlier`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import onnx_ir as ir
+
+from ._base import const_array, static_shape
+
+#: full-size write passes of the lowered scatter, measured (bench/passes.py, views excluded) at
+#: [1000, 1000] float32, K = 1e6 updates, static shapes, index guard on; symbolic shapes add the
+#: run-time padding of the scan (measured: +5.8 to +9.9)
+SCATTER_PASSES = {"none": 12.3, "add": 27.7, "mul": 26.7, "max": 41.2, "min": 41.2, "int_max_min": 27.7}
+SCATTER_SYMBOLIC_EXTRA = 6.0
+#: the blocked Mul / Add scans (CumProd, WebGPU's CumSum) at [1000, 1000] float32, every kernel
+SCAN_PASSES = 7.5
+_FLOATS = (ir.DataType.FLOAT, ir.DataType.DOUBLE, ir.DataType.FLOAT16, ir.DataType.BFLOAT16)
+
+
+@dataclasses.dataclass(frozen=True)
+class OptionCost:
+    passes: float  # full-size passes on the device where the option runs
+    copies: int  # host<->device copies per run
+    bytes_moved: int | None = None  # passes x output bytes, where the output size is static
+    note: str = ""
+
+    def to_dict(self) -> dict:
+        return {k: v for k, v in dataclasses.asdict(self).items() if v not in (None, "")}
+
+
+def node_costs(node: ir.Node, target: str, native: bool, lowerable: bool, cost_facts: dict,
+               data_on_host: bool = False) -> dict[str, OptionCost]:
+    """The options of `node` on `target` with their costs (before any rewrite of the node).
+
+    `data_on_host`: the target keeps this element type on the CPU EP anyway (WebGPU: int64 and
+    float64, docs/webgpu.md) — its CPU path copies nothing, and a lowering there runs its
+    TopK (int32 or int64 keys) and MaxUnpool off the device too (no WebGPU kernel for either)."""
+    out_bytes = _bytes(node.outputs[0] if node.outputs else None)
+    family = _family(node)
+    opts: dict[str, OptionCost] = {}
+    if native:
+        passes, note = 1.0, ""
+        axis_len = _cumsum_axis(node)
+        if family == "cumsum" and "cumsum_native_max_axis" in cost_facts and axis_len:
+            passes, note = max(1.0, axis_len / 2), "its kernel reads the whole prefix per element"
+        opts["native"] = _option(passes, 0, out_bytes, note)
+    if lowerable:
+        passes = _lowered_passes(node, family)
+        if passes is not None:
+            copies, note = 0, "measured at 1e6 elements"
+            if family == "scatter" and target == "webgpu":
+                copies, note = 2, note + "; at least 2 copies: TopK and MaxUnpool have no WebGPU kernel"
+            elif family == "scatter" and target != "cpu":
+                copies, note = 1, note + "; the index guard's flag"
+            opts["lowered"] = _option(passes, copies, out_bytes, note)
+    if target != "cpu":
+        device_inputs = 2 if family == "scatter" else 1  # data (+ updates); indices are int64 host-side
+        copies = 0 if data_on_host else device_inputs + 1
+        opts["cpu"] = _option(1.0, copies, out_bytes, "ORT's CPU kernel" + ("" if data_on_host else " between copies"))
+    return opts
+
+
+def for_node(node: ir.Node, ctx, native: bool, rules) -> dict[str, OptionCost]:
+    """`node_costs` for a node being converted (ctx: its RewriteContext; rules: those matching it)."""
+    from ..targets import get_target
+
+    lowerable = any(r.check(node, ctx) is None for r in rules)
+    data = node.inputs[0] if node.inputs else None
+    on_host = ctx.target == "webgpu" and data is not None and data.dtype in (ir.DataType.INT64, ir.DataType.DOUBLE)
+    return node_costs(node, ctx.target, native, lowerable, get_target(ctx.target).cost_facts, data_on_host=on_host)
+
+
+def dominated(costs: dict[str, OptionCost], option: str, by: str) -> bool:
+    """True when `by` is no worse than `option` in passes and copies, and better in one."""
+    a, b = costs.get(option), costs.get(by)
+    if a is None or b is None:
+        return False
+    return b.passes <= a.passes and b.copies <= a.copies and (b.passes < a.passes or b.copies < a.copies)
+
+
+def native_costlier(node: ir.Node, ctx) -> str | None:
+    """Why the target's native kernel is the costlier choice (a measured cost fact), or None.
+
+    WebGPU CumSum: above `cumsum_native_max_axis` (the measured crossover, docs/webgpu.md) the
+    blocked scan beats the kernel that reads the whole prefix for every element."""
+    from ..targets import get_target
+
+    limit = get_target(ctx.target).cost_facts.get("cumsum_native_max_axis")
+    if limit is None or _family(node) != "cumsum":
+        return None
+    n = _cumsum_axis(node)
+    if n is None or n <= limit:
+        return None
+    return (f"its kernel reads the whole prefix for every element (O(n²) along an axis of {n} > {limit}; "
+            "measured: docs/performance.md)")
+
+
+def report(costs: dict[str, OptionCost]) -> dict:
+    return {k: v.to_dict() for k, v in costs.items()}
+
+
+def _option(passes: float, copies: int, out_bytes: int | None, note: str) -> OptionCost:
+    moved = None if out_bytes is None else round(passes * out_bytes)
+    return OptionCost(round(passes, 1), copies, moved, note)
+
+
+def _family(node: ir.Node) -> str | None:
+    if node.op_type in ("ScatterElements", "ScatterND", "Scatter"):
+        return "scatter"
+    return {"CumSum": "cumsum", "CumProd": "cumprod"}.get(node.op_type)
+
+
+def _lowered_passes(node: ir.Node, family: str | None) -> float | None:
+    if family in ("cumsum", "cumprod"):
+        return SCAN_PASSES
+    if family != "scatter" or len(node.inputs) < 3 or node.inputs[0] is None:
+        return None
+    attr = node.attributes.get("reduction")
+    red = attr.as_string() if attr is not None else "none"
+    if red in ("max", "min") and node.inputs[0].dtype not in _FLOATS:
+        red = "int_max_min"
+    passes = SCATTER_PASSES.get(red)
+    if passes is None:
+        return None
+    static = all(static_shape(v) is not None and None not in static_shape(v) for v in node.inputs[:3] if v is not None)
+    return passes + (0.0 if static else SCATTER_SYMBOLIC_EXTRA)
+
+
+def _cumsum_axis(node: ir.Node) -> int | None:
+    if len(node.inputs) < 2 or node.inputs[1] is None or node.inputs[0] is None:
+        return None
+    shape, axis = static_shape(node.inputs[0]), const_array(node.inputs[1])
+    if shape is None or axis is None:
+        return None
+    a = int(axis.reshape(-1)[0])
+    if not -len(shape) <= a < len(shape):
+        return None
+    return shape[a % len(shape)]
+
+
+def _bytes(v: ir.Value | None) -> int | None:
+    if v is None or v.dtype is None:
+        return None
+    shape = static_shape(v)
+    if shape is None or None in shape:
+        return None
+    return int(np.prod(shape, dtype=np.int64)) * int(v.dtype.itemsize)
