@@ -60,6 +60,23 @@ def _scatter_schema() -> defs.OpSchema:
     )
 
 
+def _schemas() -> tuple[defs.OpSchema, ...]:
+    return (
+        _scan_schema("CumProd", "Cumulative product; semantics identical to ONNX CumProd-26."),
+        _scan_schema("CumSum", "ONNX CumSum-14, run by the Python fallback."),
+        _scatter_schema(),
+    )
+
+
+def op_schema(name: str) -> defs.OpSchema:
+    """The DOMAIN schema of `name` ("CumProd", "CumSum", "ScatterElements"), not registered:
+    for tools that take a schema object (onnxscript's `values.Op`, used by ort_dml_ops.torch)."""
+    for schema in _schemas():
+        if schema.name == name:
+            return schema
+    raise KeyError(f"no {DOMAIN} schema named {name!r}")
+
+
 _lock = threading.RLock()
 
 
@@ -68,11 +85,7 @@ def registered():
     """Register the DOMAIN schemas for the block; leave any already registered in place."""
     with _lock:
         added = []
-        for schema in (
-            _scan_schema("CumProd", "Cumulative product; semantics identical to ONNX CumProd-26."),
-            _scan_schema("CumSum", "ONNX CumSum-14, run by the Python fallback."),
-            _scatter_schema(),
-        ):
+        for schema in _schemas():
             try:
                 defs.get_schema(schema.name, DOMAIN_VERSION, DOMAIN)
                 continue

@@ -5,7 +5,6 @@ from __future__ import annotations
 import dataclasses
 import os
 import platform
-import sys
 import time
 
 from . import models
@@ -116,9 +115,3 @@ def run(config: Config, progress=None) -> dict:
     meta["elapsed_s"] = round(time.perf_counter() - t0, 1)
     return result
 
-
-def progress_line(case: dict) -> None:
-    cells = []
-    for k, v in case["variants"].items():
-        cells.append(f"{k} {v['ms']:.3g} ms" if v["status"] == "ok" else f"{k} n/a")
-    print(f"  {case['name']}: " + ", ".join(cells), file=sys.stderr, flush=True)

@@ -133,9 +133,11 @@ def _run_webgpu(args) -> int:
         if not cases:
             raise UserError("--target webgpu benches CumSum, CumProd and ScatterElements:none|add|max")
     axes = {"first": (0,), "last": (1,), "both": (0, 1), None: (0, 1)}[args.axes]
-    result = webgpu.run_webgpu(sizes, reps=args.reps or (3 if quick else 7), axes=axes, cases=cases,
-                               budget_s=args.budget,
-                               progress=lambda c: print(f"bench webgpu: {c}", file=sys.stderr, flush=True))
+    from ..progress import Progress
+
+    with Progress("bench webgpu", json=args.json) as progress:  # stderr, TTY only
+        result = webgpu.run_webgpu(sizes, reps=args.reps or (3 if quick else 7), axes=axes, cases=cases,
+                                   budget_s=args.budget, progress=progress.step)
     if args.json:
         json.dump(result, sys.stdout, indent=1)
         print()
@@ -146,9 +148,10 @@ def _run_webgpu(args) -> int:
 
 def run(args) -> int:
     from ..bench import report
-    from ..bench.runner import Config, progress_line
+    from ..bench.runner import Config
     from ..bench.runner import run as run_bench
     from ..errors import UserError
+    from ..progress import Progress
     from ..writes import Outputs
 
     if args.chart:  # fail before minutes of measuring, in one line
@@ -182,7 +185,9 @@ def run(args) -> int:
             except (OSError, ValueError) as exc:
                 raise UserError(f"cannot read {args.from_json}: {exc}") from None
         else:
-            result = run_bench(config, progress=progress_line)  # progress on stderr: stdout stays the table or JSON
+            cases = len(config.sizes) * len(config.dtypes) * len(config.kinds) * len(config.axes)
+            with Progress("bench", json=args.json, total=cases) as progress:  # stderr, TTY only
+                result = run_bench(config, progress=_case_counter(progress))
         try:
             if args.chart:
                 report.chart(result, outputs.temp(args.chart))
@@ -197,3 +202,17 @@ def run(args) -> int:
         outputs.commit()
     print(text)
     return 0
+
+
+def _case_counter(progress):
+    """bench.runner's per-case callback -> one progress line: the case done, how many of how many."""
+    done = 0
+
+    def on_case(case: dict) -> None:
+        nonlocal done
+        done += 1
+        cells = ", ".join(f"{k} {v['ms']:.3g} ms" if v["status"] == "ok" else f"{k} n/a"
+                          for k, v in case["variants"].items())
+        progress.step(f"{case['name']}: {cells}", done=done)
+
+    return on_case

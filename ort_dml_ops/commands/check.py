@@ -75,19 +75,24 @@ def check(args) -> int:
     model_path = Path(args.model)
     if not model_path.is_file():
         raise UserError(f"{args.model}: no such file")
-    model, uses_domain = _load(model_path)
-    feeds, reference, output_names = _cpu_reference(model_path, args)
-    [r] = run_cases(
-        [
-            Case(
-                model_path.name,
-                model,
-                feeds,
-                use_fallback=uses_domain,
-                session_options={"graph_optimization_level": "ORT_ENABLE_ALL"},
-            )
-        ]
-    )
+    from ..progress import Progress
+
+    with Progress(f"check {model_path.name}", json=args.json) as progress:
+        progress.step("CPU reference")
+        model, uses_domain = _load(model_path)
+        feeds, reference, output_names = _cpu_reference(model_path, args)
+        progress.step("running on the DML lane (Wine)")
+        [r] = run_cases(
+            [
+                Case(
+                    model_path.name,
+                    model,
+                    feeds,
+                    use_fallback=uses_domain,
+                    session_options={"graph_optimization_level": "ORT_ENABLE_ALL"},
+                )
+            ]
+        )
     if not r.ok:
         first = next(
             (ln for ln in (r.error or "").splitlines() if ln.strip()), "no error text"

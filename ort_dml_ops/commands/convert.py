@@ -51,6 +51,7 @@ def add_parser(subparsers) -> None:
 def run(args) -> int:
     from ..conversion import convert
     from ..modelio import data_path_for, external_data_files, load_model, write_model
+    from ..progress import Progress
     from ..writes import Outputs
 
     src = Path(args.model)
@@ -68,15 +69,18 @@ def run(args) -> int:
     for f in external_data_files(graph, src.parent):
         outputs.protect(f, "the input's external data")
     del graph
-    with outputs:
+    with outputs, Progress(f"convert {src.name}", json=args.json) as progress:
+        progress.step(f"converting for {args.target}")
         # external data stays on disk: convert reads the graph only, the output gets its own copy
         result = convert(src, args.target, strategy=args.strategy, check_indices=args.check_indices,
                          keep_external_data=True)
         if args.verify:
+            progress.step("verifying on random inputs")
             model = load_model(src, load_external_data=False)
             problems = verify(model, result.model, base_dir=result.external_data_dir)
             if problems:
                 raise UserError("verify failed: " + "; ".join(problems))
+        progress.step(f"writing {out.name}")
         data = data_path_for(out)
         external = result.external_data_dir is not None
         write_model(result.model, outputs.temp(out), out, result.external_data_dir,

@@ -13,7 +13,6 @@ from __future__ import annotations
 import argparse
 import html
 import json
-import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -83,11 +82,12 @@ def _run(args, wanted, out: Path, outputs) -> int:
     if not args.json:
         print(f"ort-dml-ops demo: {len(entries)} zoo models, converted for target dml (strategy auto)")
         print(_header())
-    with warnings.catch_warnings():
+    from ..progress import Progress
+
+    with warnings.catch_warnings(), Progress("demo", json=args.json, total=len(entries)) as progress:
         warnings.simplefilter("ignore")  # provider warnings: the providers line says what ran
         for i, entry in enumerate(entries, 1):
-            if not args.json and sys.stderr.isatty():
-                print(f"  [{i}/{len(entries)}] {entry.name} ...", end="\r", file=sys.stderr, flush=True)
+            progress.step(entry.name, done=i)
             o = _demo_one(entry, args.provider)
             outcomes.append(o)
             if not args.json:

@@ -1,0 +1,77 @@
+"""ort-dml-ops inside the graph tools users already chain: an onnx-ir pass and an onnxscript
+rewrite-rule view.
+
+    import onnx_ir as ir
+    from ort_dml_ops.passes import ConvertPass
+    pm = ir.passes.PassManager([ConvertPass(target="dml", strategy="auto"), ...])
+    result = pm(model)                      # an ir.Model, converted in place
+
+    from onnxscript import rewriter
+    model = rewriter.rewrite(model, pattern_rewrite_rules=rewrite_rules(target="cpu"))
+
+`ConvertPass` is `ort_dml_ops.convert` as an `onnx_ir.passes.InPlacePass` (onnx_ir/passes/
+_pass_infra.py): the whole conversion (opset, shapes, every rule, validation). The onnxscript
+view holds only the rules that are a local pattern rewrite in onnxscript's sense
+(onnxscript/rewriter/_rewrite_rule.py: a matched subgraph replaced by another, no whole-model
+step): the CumSum dtype cast (float64 / bfloat16 through float32, for EPs without those
+kernels) and DOMAIN::CumProd -> ONNX CumProd-26 (same semantics; only in models importing
+ai.onnx >= 26, where the CPU EP has the kernel). The lowerings (scans, scatters) need shape
+planning, run-time index checks and the opset step, and stay in `convert` / `ConvertPass`.
+"""
+
+from __future__ import annotations
+
+import onnx_ir as ir
+from onnx_ir.passes import InPlacePass, PassResult
+
+__all__ = ["ConvertPass", "convert_model_in_place", "rewrite_rules"]
+
+
+def convert_model_in_place(
+    model: ir.Model, target: str = "dml", strategy: str = "auto", **options
+):
+    """Convert `model` (an onnx_ir Model) in place; returns the ConvertReport.
+
+    The one place that adapts `ort_dml_ops.convert` (ModelProto in, ModelProto out) to onnx-ir:
+    a serde round trip whose result replaces the model's graph and functions.
+    """
+    from .conversion import convert
+
+    result = convert(
+        ir.serde.serialize_model(model), target, strategy=strategy, **options
+    )
+    if result.report.changed:
+        new = ir.serde.deserialize_model(result.model)
+        model.graph = new.graph
+        model.functions.clear()
+        model.functions.update(new.functions)
+        model.ir_version = new.ir_version
+    return result.report
+
+
+class ConvertPass(InPlacePass):
+    """`ort_dml_ops.convert(model, target, strategy=...)` as an onnx-ir pass, in place.
+
+    `self.report` holds the last run's ConvertReport (what was done to each node and why);
+    `modified` is `report.changed`. Options are convert's (`check_indices`, `validate`,
+    `with_inspect`, default False here: call `ort_dml_ops.inspect` on the result instead).
+    """
+
+    def __init__(self, target: str = "dml", strategy: str = "auto", **options) -> None:
+        super().__init__()
+        self.target, self.strategy = target, strategy
+        self.options = {"with_inspect": False, **options}
+        self.report = None
+
+    def call(self, model: ir.Model) -> PassResult:
+        self.report = convert_model_in_place(
+            model, self.target, self.strategy, **self.options
+        )
+        return PassResult(model, modified=self.report.changed)
+
+
+def rewrite_rules(target: str = "dml"):
+    """An onnxscript `RewriteRuleSet` of the rules that fit its pattern model, for `target`."""
+    from ._rewrite_rules import rule_set
+
+    return rule_set(target)

@@ -1,0 +1,117 @@
+"""The Olive pass in Olive's own runner: `olive.workflows.run` and the `olive run` command with
+a small workflow on zoo models; the output model's placement checked with ort_dml_ops.inspect
+and its outputs with the zoo's expected outputs (independent numpy code)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+pytest.importorskip("olive.workflows")
+
+from ort_dml_ops import convert, inspect, zoo
+from ort_dml_ops.session import InferenceSession
+
+CPU = "CPUExecutionProvider"
+
+
+def _workflow(model_path, out_dir, **pass_options) -> dict:
+    return {
+        "input_model": {"type": "ONNXModel", "model_path": str(model_path)},
+        "passes": {
+            "dml": {"type": "OrtDmlOpsConvert", "target": "dml", **pass_options}
+        },
+        "cache_dir": str(out_dir / "cache"),
+        "output_dir": str(out_dir / "out"),
+        "log_severity_level": 3,
+    }
+
+
+def _output_model(out_dir):
+    found = sorted((out_dir / "out").rglob("*.onnx"))
+    assert found, f"no model under {out_dir / 'out'}"
+    return found[0]
+
+
+FAMILY = {"CumSum", "CumProd", "ScatterElements", "ScatterND", "Scatter"}
+
+
+def _check(entry, path):
+    """Placement as convert() itself leaves it, no family node on the CPU; outputs as expected."""
+    report = inspect(str(path), "dml").to_dict()
+    assert (
+        report["summary"]
+        == convert(entry.load_model(), "dml").report.inspect.to_dict()["summary"]
+    )
+    on_cpu = [
+        n
+        for n in inspect(entry.load_model(), "dml").to_dict()["nodes"]
+        if n["provider"] == CPU
+    ]
+    assert any(
+        n["op_type"] in FAMILY for n in on_cpu
+    )  # the original leaves the GPU ...
+    assert not [
+        n for n in report["nodes"] if n["provider"] == CPU and n["op_type"] in FAMILY
+    ]  # ... the output not
+    got = InferenceSession(str(path), providers=["CPUExecutionProvider"]).run(
+        None, entry.inputs()
+    )
+    assert entry.matches(got), entry.compare(got)
+
+
+@pytest.mark.parametrize("name", ["bincount", "ddpm_step"])
+def test_olive_workflows_run(name, tmp_path):
+    from olive.workflows import run
+
+    from ort_dml_ops.olive import package_config
+
+    entry = zoo.get(name)
+    src = tmp_path / "model.onnx"
+    src.write_bytes(entry.model_bytes())
+    run(_workflow(src, tmp_path), package_config=package_config())
+    _check(entry, _output_model(tmp_path))
+    assert src.read_bytes() == entry.model_bytes()  # the input is never changed
+
+
+def test_olive_run_command(tmp_path):
+    entry = zoo.get("segment_max")
+    src = tmp_path / "model.onnx"
+    src.write_bytes(entry.model_bytes())
+    (tmp_path / "workflow.json").write_text(json.dumps(_workflow(src, tmp_path)))
+    subprocess.run(
+        [sys.executable, "-m", "ort_dml_ops.olive", str(tmp_path / "pkg.json")],
+        check=True,
+    )
+    olive = [
+        sys.executable,
+        "-m",
+        "olive",
+        "run",
+        "--config",
+        str(tmp_path / "workflow.json"),
+        "--package-config",
+        str(tmp_path / "pkg.json"),
+    ]
+    subprocess.run(olive, check=True, capture_output=True)
+    _check(entry, _output_model(tmp_path))
+
+
+def test_package_config_writer_refuses_existing_file(tmp_path):
+    target = tmp_path / "pkg.json"
+    target.write_text("mine")
+    proc = subprocess.run(
+        [sys.executable, "-m", "ort_dml_ops.olive", str(target)],
+        check=False,
+        capture_output=True,
+        text=True,
+    )
+    assert (
+        proc.returncode == 1
+        and proc.stderr.count("\n") == 1
+        and "exists" in proc.stderr
+    )
+    assert target.read_text() == "mine"
