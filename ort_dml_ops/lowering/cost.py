@@ -9,7 +9,8 @@ Three options per node (those that exist for it):
 * ``lowered``: the rule's rewrite on the target — the full-size write passes that ONNX Runtime's
   profiler counts for it (`bench/passes.py`: bytes the kernels write ÷ bytes of the op's output),
   measured at 1e6 float32 elements with `tools/bench_scatter.py` and the scan rules' bench, and
-  the host↔device copies the rewrite itself makes (the scatter's index guard: one flag);
+  the host↔device copies the rewrite itself makes (the scatter's index guard: one flag; on
+  WebGPU, measured: the ops the plugin lacks);
 * ``cpu``: the node on the CPU EP — one pass there, plus the copies ORT inserts around it
   (each device-side float input in, the output back; graph_partitioner.cc / Memcpy nodes).
 
@@ -33,6 +34,10 @@ from ._base import const_array, static_shape
 #: run-time padding of the scan (measured: +5.8 to +9.9)
 SCATTER_PASSES = {"none": 12.3, "add": 27.7, "mul": 26.7, "max": 41.2, "min": 41.2, "int_max_min": 27.7}
 SCATTER_SYMBOLIC_EXTRA = 6.0
+#: Memcpy kernels of the lowered scatter on the WebGPU plugin (bench --target webgpu, 1e6, both
+#: axes; mul and min have add's and max's graph shape): TopK (int32 keys), MaxUnpool, int32 /
+#: bool Slice and bool Concat have no WebGPU kernel, so their neighbours copy
+WEBGPU_SCATTER_COPIES = {"none": 7, "add": 55, "mul": 55, "max": 58, "min": 58, "int_max_min": 55}
 #: the blocked Mul / Add scans (CumProd, WebGPU's CumSum) at [1000, 1000] float32, every kernel
 SCAN_PASSES = 7.5
 _FLOATS = (ir.DataType.FLOAT, ir.DataType.DOUBLE, ir.DataType.FLOAT16, ir.DataType.BFLOAT16)
@@ -70,7 +75,8 @@ def node_costs(node: ir.Node, target: str, native: bool, lowerable: bool, cost_f
         if passes is not None:
             copies, note = 0, "measured at 1e6 elements"
             if family == "scatter" and target == "webgpu":
-                copies, note = 2, note + "; at least 2 copies: TopK and MaxUnpool have no WebGPU kernel"
+                copies = WEBGPU_SCATTER_COPIES.get(_reduction(node), 55)
+                note += "; copies measured on the WebGPU plugin (ops it lacks: TopK int32, MaxUnpool, int Slice)"
             elif family == "scatter" and target != "cpu":
                 copies, note = 1, note + "; the index guard's flag"
             opts["lowered"] = _option(passes, copies, out_bytes, note)
@@ -136,15 +142,19 @@ def _lowered_passes(node: ir.Node, family: str | None) -> float | None:
         return SCAN_PASSES
     if family != "scatter" or len(node.inputs) < 3 or node.inputs[0] is None:
         return None
-    attr = node.attributes.get("reduction")
-    red = attr.as_string() if attr is not None else "none"
-    if red in ("max", "min") and node.inputs[0].dtype not in _FLOATS:
-        red = "int_max_min"
-    passes = SCATTER_PASSES.get(red)
+    passes = SCATTER_PASSES.get(_reduction(node))
     if passes is None:
         return None
     static = all(static_shape(v) is not None and None not in static_shape(v) for v in node.inputs[:3] if v is not None)
     return passes + (0.0 if static else SCATTER_SYMBOLIC_EXTRA)
+
+
+def _reduction(node: ir.Node) -> str:
+    attr = node.attributes.get("reduction")
+    red = attr.as_string() if attr is not None else "none"
+    if red in ("max", "min") and node.inputs[0] is not None and node.inputs[0].dtype not in _FLOATS:
+        red = "int_max_min"
+    return red
 
 
 def _cumsum_axis(node: ir.Node) -> int | None:
