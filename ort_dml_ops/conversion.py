@@ -26,7 +26,7 @@ import onnx_ir as ir
 from ._domain import DOMAIN, DOMAIN_VERSION
 from .errors import UserError
 from .lowering import FAMILY_OPS, RULES, cost, opset as opset_rule
-from .lowering._base import RewriteContext, attr_str, const_array, static_shape
+from .lowering._base import RewriteContext, attr_str
 from .lowering.fallback import route_to_fallback
 from .lowering.fold_if import FoldResult, fold_static_ifs
 from .lowering.reshape_allowzero import drop_allowzero

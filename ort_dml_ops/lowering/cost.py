@@ -9,7 +9,8 @@ Three options per node (those that exist for it):
 * ``lowered``: the rule's rewrite on the target — the full-size write passes that ONNX Runtime's
   profiler counts for it (`bench/passes.py`: bytes the kernels write ÷ bytes of the op's output),
   measured at 1e6 float32 elements with `tools/bench_scatter.py` and the scan rules' bench, and
-  the host↔device copies the rewrite itself makes (the scatter's index guard: one flag);
+  the host↔device copies the rewrite itself makes (the scatter's index guard: one flag; on
+  WebGPU, measured: the ops the plugin lacks);
 * ``cpu``: the node on the CPU EP — one pass there, plus the copies ORT inserts around it
   (each device-side float input in, the output back; graph_partitioner.cc / Memcpy nodes).
 
@@ -31,26 +32,59 @@ from ._base import const_array, static_shape
 #: full-size write passes of the lowered scatter, measured (bench/passes.py, views excluded) at
 #: [1000, 1000] float32, K = 1e6 updates, static shapes, index guard on; symbolic shapes add the
 #: run-time padding of the scan (measured: +5.8 to +9.9)
-SCATTER_PASSES = {"none": 12.3, "add": 27.7, "mul": 26.7, "max": 41.2, "min": 41.2, "int_max_min": 27.7}
+SCATTER_PASSES = {
+    "none": 12.3,
+    "add": 27.7,
+    "mul": 26.7,
+    "max": 41.2,
+    "min": 41.2,
+    "int_max_min": 27.7,
+}
 SCATTER_SYMBOLIC_EXTRA = 6.0
+#: Memcpy kernels of the lowered scatter on the WebGPU plugin (bench --target webgpu, 1e6, both
+#: axes; mul and min have add's and max's graph shape): TopK (int32 keys), MaxUnpool, int32 /
+#: bool Slice and bool Concat have no WebGPU kernel, so their neighbours copy
+WEBGPU_SCATTER_COPIES = {
+    "none": 7,
+    "add": 55,
+    "mul": 55,
+    "max": 58,
+    "min": 58,
+    "int_max_min": 55,
+}
 #: the blocked Mul / Add scans (CumProd, WebGPU's CumSum) at [1000, 1000] float32, every kernel
 SCAN_PASSES = 7.5
-_FLOATS = (ir.DataType.FLOAT, ir.DataType.DOUBLE, ir.DataType.FLOAT16, ir.DataType.BFLOAT16)
+_FLOATS = (
+    ir.DataType.FLOAT,
+    ir.DataType.DOUBLE,
+    ir.DataType.FLOAT16,
+    ir.DataType.BFLOAT16,
+)
 
 
 @dataclasses.dataclass(frozen=True)
 class OptionCost:
     passes: float  # full-size passes on the device where the option runs
     copies: int  # host<->device copies per run
-    bytes_moved: int | None = None  # passes x output bytes, where the output size is static
+    bytes_moved: int | None = (
+        None  # passes x output bytes, where the output size is static
+    )
     note: str = ""
 
     def to_dict(self) -> dict:
-        return {k: v for k, v in dataclasses.asdict(self).items() if v not in (None, "")}
+        return {
+            k: v for k, v in dataclasses.asdict(self).items() if v not in (None, "")
+        }
 
 
-def node_costs(node: ir.Node, target: str, native: bool, lowerable: bool, cost_facts: dict,
-               data_on_host: bool = False) -> dict[str, OptionCost]:
+def node_costs(
+    node: ir.Node,
+    target: str,
+    native: bool,
+    lowerable: bool,
+    cost_facts: dict,
+    data_on_host: bool = False,
+) -> dict[str, OptionCost]:
     """The options of `node` on `target` with their costs (before any rewrite of the node).
 
     `data_on_host`: the target keeps this element type on the CPU EP anyway (WebGPU: int64 and
@@ -63,21 +97,32 @@ def node_costs(node: ir.Node, target: str, native: bool, lowerable: bool, cost_f
         passes, note = 1.0, ""
         axis_len = _cumsum_axis(node)
         if family == "cumsum" and "cumsum_native_max_axis" in cost_facts and axis_len:
-            passes, note = max(1.0, axis_len / 2), "its kernel reads the whole prefix per element"
+            passes, note = (
+                max(1.0, axis_len / 2),
+                "its kernel reads the whole prefix per element",
+            )
         opts["native"] = _option(passes, 0, out_bytes, note)
     if lowerable:
         passes = _lowered_passes(node, family)
         if passes is not None:
             copies, note = 0, "measured at 1e6 elements"
             if family == "scatter" and target == "webgpu":
-                copies, note = 2, note + "; at least 2 copies: TopK and MaxUnpool have no WebGPU kernel"
+                copies = WEBGPU_SCATTER_COPIES.get(_reduction(node), 55)
+                note += "; copies measured on the WebGPU plugin (ops it lacks: TopK int32, MaxUnpool, int Slice)"
             elif family == "scatter" and target != "cpu":
                 copies, note = 1, note + "; the index guard's flag"
             opts["lowered"] = _option(passes, copies, out_bytes, note)
     if target != "cpu":
-        device_inputs = 2 if family == "scatter" else 1  # data (+ updates); indices are int64 host-side
+        device_inputs = (
+            2 if family == "scatter" else 1
+        )  # data (+ updates); indices are int64 host-side
         copies = 0 if data_on_host else device_inputs + 1
-        opts["cpu"] = _option(1.0, copies, out_bytes, "ORT's CPU kernel" + ("" if data_on_host else " between copies"))
+        opts["cpu"] = _option(
+            1.0,
+            copies,
+            out_bytes,
+            "ORT's CPU kernel" + ("" if data_on_host else " between copies"),
+        )
     return opts
 
 
@@ -87,8 +132,19 @@ def for_node(node: ir.Node, ctx, native: bool, rules) -> dict[str, OptionCost]:
 
     lowerable = any(r.check(node, ctx) is None for r in rules)
     data = node.inputs[0] if node.inputs else None
-    on_host = ctx.target == "webgpu" and data is not None and data.dtype in (ir.DataType.INT64, ir.DataType.DOUBLE)
-    return node_costs(node, ctx.target, native, lowerable, get_target(ctx.target).cost_facts, data_on_host=on_host)
+    on_host = (
+        ctx.target == "webgpu"
+        and data is not None
+        and data.dtype in (ir.DataType.INT64, ir.DataType.DOUBLE)
+    )
+    return node_costs(
+        node,
+        ctx.target,
+        native,
+        lowerable,
+        get_target(ctx.target).cost_facts,
+        data_on_host=on_host,
+    )
 
 
 def dominated(costs: dict[str, OptionCost], option: str, by: str) -> bool:
@@ -96,7 +152,11 @@ def dominated(costs: dict[str, OptionCost], option: str, by: str) -> bool:
     a, b = costs.get(option), costs.get(by)
     if a is None or b is None:
         return False
-    return b.passes <= a.passes and b.copies <= a.copies and (b.passes < a.passes or b.copies < a.copies)
+    return (
+        b.passes <= a.passes
+        and b.copies <= a.copies
+        and (b.passes < a.passes or b.copies < a.copies)
+    )
 
 
 def native_costlier(node: ir.Node, ctx) -> str | None:
@@ -112,8 +172,10 @@ def native_costlier(node: ir.Node, ctx) -> str | None:
     n = _cumsum_axis(node)
     if n is None or n <= limit:
         return None
-    return (f"its kernel reads the whole prefix for every element (O(n²) along an axis of {n} > {limit}; "
-            "measured: docs/performance.md)")
+    return (
+        f"its kernel reads the whole prefix for every element (O(n²) along an axis of {n} > {limit}; "
+        "measured: docs/performance.md)"
+    )
 
 
 def report(costs: dict[str, OptionCost]) -> dict:
@@ -136,15 +198,27 @@ def _lowered_passes(node: ir.Node, family: str | None) -> float | None:
         return SCAN_PASSES
     if family != "scatter" or len(node.inputs) < 3 or node.inputs[0] is None:
         return None
-    attr = node.attributes.get("reduction")
-    red = attr.as_string() if attr is not None else "none"
-    if red in ("max", "min") and node.inputs[0].dtype not in _FLOATS:
-        red = "int_max_min"
-    passes = SCATTER_PASSES.get(red)
+    passes = SCATTER_PASSES.get(_reduction(node))
     if passes is None:
         return None
-    static = all(static_shape(v) is not None and None not in static_shape(v) for v in node.inputs[:3] if v is not None)
+    static = all(
+        static_shape(v) is not None and None not in static_shape(v)
+        for v in node.inputs[:3]
+        if v is not None
+    )
     return passes + (0.0 if static else SCATTER_SYMBOLIC_EXTRA)
+
+
+def _reduction(node: ir.Node) -> str:
+    attr = node.attributes.get("reduction")
+    red = attr.as_string() if attr is not None else "none"
+    if (
+        red in ("max", "min")
+        and node.inputs[0] is not None
+        and node.inputs[0].dtype not in _FLOATS
+    ):
+        red = "int_max_min"
+    return red
 
 
 def _cumsum_axis(node: ir.Node) -> int | None:

@@ -11,23 +11,46 @@ from tests.lowering._util import run_cpu, single_op
 
 
 def _scatter(dtype, reduction="add", n=50):
-    return single_op("ScatterElements", [("data", dtype, [n]), ("indices", np.int64, [2 * n]), ("updates", dtype, [2 * n])],
-                     {"axis": 0, "reduction": reduction}, opset=18)
+    return single_op(
+        "ScatterElements",
+        [
+            ("data", dtype, [n]),
+            ("indices", np.int64, [2 * n]),
+            ("updates", dtype, [2 * n]),
+        ],
+        {"axis": 0, "reduction": reduction},
+        opset=18,
+    )
 
 
 def _cumsum(n):
-    return single_op("CumSum", [("x", np.float32, [4, n])], {}, opset=14, inits={"axis": np.array(1, np.int64)})
+    return single_op(
+        "CumSum",
+        [("x", np.float32, [4, n])],
+        {},
+        opset=14,
+        inits={"axis": np.array(1, np.int64)},
+    )
 
 
 def test_report_has_each_options_cost():
     rep = convert(_scatter(np.float32, "max"), "dml").report.to_dict()["nodes"][0]
     assert rep["action"] == "lowered"
-    assert set(rep["cost"]) == {"lowered", "cpu"}  # DML has no ScatterElements-18: no native option
+    assert set(rep["cost"]) == {
+        "lowered",
+        "cpu",
+    }  # DML has no ScatterElements-18: no native option
     low, cpu = rep["cost"]["lowered"], rep["cost"]["cpu"]
-    assert low["passes"] > cpu["passes"] and low["copies"] < cpu["copies"]  # neither dominates: lowered
+    assert (
+        low["passes"] > cpu["passes"] and low["copies"] < cpu["copies"]
+    )  # neither dominates: lowered
     assert cpu["bytes_moved"] == 50 * 4  # one pass over the 50 float32 outputs
     web = convert(_scatter(np.float32), "webgpu").report.to_dict()["nodes"][0]
-    assert web["action"] == "native" and web["cost"]["native"] == {"passes": 1.0, "copies": 0, "bytes_moved": 200}
+    assert web["action"] == "native" and web["cost"]["native"] == {
+        "passes": 1.0,
+        "copies": 0,
+        "bytes_moved": 200,
+    }
 
 
 def test_auto_keeps_a_host_side_scatter_on_the_cpu_when_the_lowering_costs_more_on_both_counts():
@@ -36,13 +59,22 @@ def test_auto_keeps_a_host_side_scatter_on_the_cpu_when_the_lowering_costs_more_
     m = _scatter(np.int64)
     r = convert(m, "webgpu")
     rep = r.report.nodes[0]
-    assert rep.action == "native" and rep.emitted == []  # node untouched: ORT places it on its CPU EP
-    assert "cost: the CPU path is no costlier" in rep.reason and "stays on the CPU EP" in rep.reason
+    assert (
+        rep.action == "native" and rep.emitted == []
+    )  # node untouched: ORT places it on its CPU EP
+    assert (
+        "cost: the CPU path is no costlier" in rep.reason
+        and "stays on the CPU EP" in rep.reason
+    )
     assert rep.cost["cpu"]["copies"] == 0 and rep.cost["lowered"]["copies"] >= 2
     forced = convert(m, "webgpu", strategy="lower").report.nodes[0]
     assert forced.action == "lowered"  # --strategy still forces
     rng = np.random.default_rng(0)
-    feeds = {"data": rng.integers(-9, 9, 50), "indices": rng.integers(-50, 50, 100), "updates": rng.integers(-9, 9, 100)}
+    feeds = {
+        "data": rng.integers(-9, 9, 50),
+        "indices": rng.integers(-50, 50, 100),
+        "updates": rng.integers(-9, 9, 100),
+    }
     np.testing.assert_array_equal(run_cpu(r.model, feeds)[0], run_cpu(m, feeds)[0])
 
 
@@ -50,12 +82,20 @@ def test_auto_keeps_a_host_side_scatter_on_the_cpu_when_the_lowering_costs_more_
 def test_webgpu_cumsum_cost_fact_decides(n, action):
     rep = convert(_cumsum(n), "webgpu").report.nodes[0]
     assert rep.action == action
-    assert rep.cost["native"]["passes"] == max(1.0, n / 2)  # the prefix read per element
+    assert rep.cost["native"]["passes"] == max(
+        1.0, n / 2
+    )  # the prefix read per element
 
 
 def test_dominated_needs_no_worse_on_both_and_better_on_one():
-    costs = {"lowered": OptionCost(28.0, 2), "cpu": OptionCost(1.0, 0), "native": OptionCost(1.0, 3)}
+    costs = {
+        "lowered": OptionCost(28.0, 2),
+        "cpu": OptionCost(1.0, 0),
+        "native": OptionCost(1.0, 3),
+    }
     assert dominated(costs, "lowered", by="cpu")
-    assert not dominated(costs, "lowered", by="native")  # fewer passes, more copies: not clear
+    assert not dominated(
+        costs, "lowered", by="native"
+    )  # fewer passes, more copies: not clear
     assert not dominated(costs, "cpu", by="cpu")
     assert not dominated(costs, "lowered", by="missing")

@@ -37,7 +37,8 @@ def elements_model(dshape, ishape, axis, reduction, dtype, opset=18):
 
 @pytest.mark.parametrize("reduction", ["add", "mul", "max", "min"])
 @pytest.mark.parametrize("dtype", [np.float32, np.int32, np.int64, np.float64])
-@pytest.mark.parametrize("dshape,ishape,axis", [([5, 6], [5, 4], 1), ([7, 3], [9, 3], 0), ([4, 5, 3], [4, 2, 3], -2), ([40], [100], 0)])
+@pytest.mark.parametrize("dshape,ishape,axis", [([5, 6], [5, 4], 1), ([7, 3], [9, 3], 0), ([4, 5, 3], [4, 2, 3], -2), ([40], [100], 0),
+                                                 ([4, 5, 6], [3, 2, 40], 2)])  # last axis: sorted row by row
 def test_elements_reductions_vs_ort(reduction, dtype, dshape, ishape, axis):
     rng = np.random.default_rng(abs(hash((reduction, str(dtype), str(dshape)))) % 2**32)
     ax = axis % len(dshape)
