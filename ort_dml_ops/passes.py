@@ -24,6 +24,8 @@ from __future__ import annotations
 import onnx_ir as ir
 from onnx_ir.passes import InPlacePass, PassResult
 
+from .errors import UserError
+
 __all__ = ["ConvertPass", "convert_model_in_place", "rewrite_rules"]
 
 
@@ -58,6 +60,17 @@ class ConvertPass(InPlacePass):
     """
 
     def __init__(self, target: str = "dml", strategy: str = "auto", **options) -> None:
+        from .conversion import STRATEGIES, TARGETS
+
+        if (
+            target not in TARGETS or strategy not in STRATEGIES
+        ):  # at construction, not mid-pipeline
+            bad, choices = (
+                (f"target {target!r}", TARGETS)
+                if target not in TARGETS
+                else (f"strategy {strategy!r}", STRATEGIES)
+            )
+            raise UserError(f"unknown {bad}; choose one of: {', '.join(choices)}")
         super().__init__()
         self.target, self.strategy = target, strategy
         self.options = {"with_inspect": False, **options}

@@ -64,10 +64,38 @@ def test_convert_pass_unchanged_model_is_not_modified():
     assert not result.modified and result.model.graph is graph
 
 
-def test_convert_pass_bad_strategy_is_a_user_error():
-    model = ir.serde.deserialize_model(zoo.get("bincount").load_model())
-    with pytest.raises(UserError, match="unknown strategy"):
-        ConvertPass(strategy="fastest")(model)
+def test_convert_pass_bad_options_fail_at_construction():
+    with pytest.raises(UserError, match="unknown strategy 'fastest'"):
+        ConvertPass(strategy="fastest")
+    with pytest.raises(UserError, match="unknown target 'tpu'"):
+        ConvertPass(target="tpu")
+
+
+def test_convert_pass_user_error_inside_pass_manager():
+    """A model convert refuses: PassManager's PassError carries convert's one-line UserError."""
+    from onnx import TensorProto, helper
+
+    node = helper.make_node("CumSum", ["x", "axis"], ["y"])
+    graph = helper.make_graph(
+        [node],
+        "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 3])],
+        [helper.make_tensor("axis", TensorProto.INT64, [], [5])],
+    )  # out of range for rank 2
+    model = ir.serde.deserialize_model(
+        helper.make_model(
+            graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=10
+        )
+    )
+    with pytest.raises(ir.passes.PassError) as info:
+        ir.passes.PassManager([ConvertPass()])(model)
+    causes, exc = [], info.value
+    while exc is not None:  # PassManager wraps twice (step, then pass)
+        causes.append(exc)
+        exc = exc.__cause__
+    (user_error,) = [c for c in causes if isinstance(c, UserError)]
+    assert "\n" not in str(user_error)
 
 
 def test_rewrite_cumprod_to_onnx26_on_zoo_model():

@@ -113,10 +113,14 @@ class IndexAdd(torch.nn.Module):
 
 
 class SegmentReduce(torch.nn.Module):
-    """Not translated (yet): torch.segment_reduce fails in both exporters; ours leaves it failing loudly."""
+    def __init__(self, reduce="sum", initial=None):
+        super().__init__()
+        self.reduce, self.initial = reduce, initial
 
     def forward(self, data, lengths):
-        return torch.segment_reduce(data, "sum", lengths=lengths)
+        return torch.segment_reduce(
+            data, self.reduce, lengths=lengths, initial=self.initial
+        )
 
 
 class CumProd(torch.nn.Module):
@@ -250,6 +254,15 @@ def test_cumprod(dynamo):
     _check(CumProd(), (x.float(), x), dynamo)
 
 
+@pytest.mark.parametrize("dynamo", [True, False], ids=["dynamo", "torchscript"])
+@pytest.mark.parametrize("initial", [None, 3.0], ids=["no-initial", "initial"])
+@pytest.mark.parametrize("reduce", ["sum", "mean", "prod", "max", "min"])
+def test_segment_reduce(reduce, initial, dynamo):
+    """lengths with an empty segment (torch: the identity, NaN for mean, or `initial`)."""
+    data = _ints((6, 3), -4, 5, 13).float()
+    _check(SegmentReduce(reduce, initial), (data, torch.tensor([2, 0, 3, 1])), dynamo)
+
+
 def test_cumprod_exports_as_domain_cumprod():
     model = _export(
         CumProd(), (torch.ones(2, 3), torch.ones(2, 3, dtype=torch.int64)), dynamo=True
@@ -316,12 +329,13 @@ def test_torch_rejects_negative_indices(call):
         call(torch.zeros(5))
 
 
-def test_user_translation_wins():
+def test_translation_table_entries():
     ours = odt.custom_translation_table
     assert set(ours) == {
         torch.ops.aten.cumprod.default,
         torch.ops.aten.scatter_reduce.two,
         torch.ops.aten.index_reduce.default,
+        torch.ops.aten.segment_reduce.default,
     }
 
 

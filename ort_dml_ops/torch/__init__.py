@@ -5,9 +5,9 @@
 
 What torch 2.13's exporters do without it (measured; tests/test_torch_export.py pins each):
 `torch.cumprod` cannot be exported at all (pytorch #102948); dynamo writes
-`scatter_reduce(reduce="mean")` as a plain sum (silently wrong) and fails on `index_reduce`;
-TorchScript refuses `cumprod`, `index_reduce`, `mean`, `include_self=False` and `index_add`
-with duplicate indices. The public pieces, usable on their own:
+`scatter_reduce(reduce="mean")` as a plain sum (silently wrong) and fails on `index_reduce`
+and `segment_reduce`; TorchScript refuses `cumprod`, `index_reduce`, `segment_reduce`, `mean`,
+`include_self=False` and `index_add` with duplicate indices. The public pieces, usable on their own:
 
 - `custom_translation_table`: {aten overload: translation} for
   `torch.onnx.export(..., dynamo=True, custom_translation_table=...)`; `cumprod` becomes the

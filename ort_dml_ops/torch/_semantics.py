@@ -59,6 +59,89 @@ def index_add(o: Ops, x, dim: int, index, source, alpha=1):
     return _scatter(o, x, dim, _spread(o, dim, index, source), source, "sum", True)
 
 
+#: torch.segment_reduce's value for an empty segment (and the start of every one) without `initial`
+SEGMENT_START = {
+    "sum": 0,
+    "mean": 0,
+    "prod": 1,
+    "max": float("-inf"),
+    "min": float("inf"),
+}
+SEGMENT_REDUCTION = {
+    "sum": "add",
+    "mean": "add",
+    "prod": "mul",
+    "max": "max",
+    "min": "min",
+}
+
+
+def segment_reduce(o: Ops, data, reduce: str, lengths, axis: int = 0, initial=None):
+    """torch.segment_reduce(data, reduce, lengths=1-D, axis=0, initial) (floating data, as ATen).
+
+    ATen (aten/src/ATen/native/SegmentReduce.cpp) starts each segment at `initial` (else the
+    reduction's identity) and reduces its elements in order; `mean` divides by the element
+    count and leaves an empty segment at `initial` (else NaN). Element j belongs to the number
+    of segments that end at or before it (cumsum of lengths), written with one ScatterElements.
+    """
+    if reduce not in SEGMENT_REDUCTION:
+        raise ValueError(
+            f"segment_reduce: reduce={reduce!r}: expected one of {', '.join(SEGMENT_REDUCTION)}"
+        )
+    rank = o.rank(data)
+    if axis % rank != 0 or o.rank(lengths) != 1:
+        raise ValueError("segment_reduce: only 1-D lengths over axis 0 are translated")
+    # Slice, not Shape(start=, end=): TorchScript's shape inference ignores those attributes
+    shape = o("Shape", data)
+    positions = o(
+        "Range",
+        o.scalar(0),
+        o("Squeeze", o("Slice", shape, o.ints([0]), o.ints([1]))),
+        o.scalar(1),
+    )
+    ends = o("CumSum", lengths, o.ints([0]))
+    at_or_after = o(
+        "GreaterOrEqual",
+        o("Unsqueeze", positions, o.ints([1])),
+        o("Unsqueeze", ends, o.ints([0])),
+    )
+    segment = o(
+        "ReduceSum", o("Cast", at_or_after, to=7), o.ints([1]), keepdims=0
+    )  # 7: INT64
+    index = _spread(o, 0, segment, data)
+    out_shape = o(
+        "Concat",
+        o("Shape", lengths),
+        o("Slice", shape, o.ints([1]), o.ints([rank])),
+        axis=0,
+    )
+    start = SEGMENT_START[reduce] if initial is None else initial
+
+    def filled(value):
+        return o("Expand", o("CastLike", o.scalar(value), data), out_shape)
+
+    total = o(
+        "ScatterElements",
+        filled(start),
+        index,
+        data,
+        axis=0,
+        reduction=SEGMENT_REDUCTION[reduce],
+    )
+    if reduce != "mean":
+        return total
+    count = o(
+        "ScatterElements", filled(0), index, _fill(o, data, 1), axis=0, reduction="add"
+    )
+    empty = o("Equal", count, o("CastLike", o.scalar(0), data))
+    return o(
+        "Where",
+        empty,
+        filled(float("nan") if initial is None else initial),
+        o("Div", total, count),
+    )
+
+
 def cumprod(o: Ops, x, dim: int, domain: str):
     """torch.cumprod(x, dim) as DOMAIN::CumProd (ONNX CumProd-26 semantics, exclusive=0, reverse=0)."""
     return o("CumProd", x, o.ints([dim]), domain=domain, exclusive=0, reverse=0)

@@ -74,6 +74,22 @@ def index_reduce(x, dim: int, index, source, reduce: str, include_self: bool = T
     return _semantics.index_reduce(_ops, x, dim, index, source, reduce, include_self)
 
 
+def segment_reduce(
+    data,
+    reduce: str,
+    *,
+    lengths=None,
+    indices=None,
+    offsets=None,
+    axis: int = 0,
+    unsafe=False,
+    initial=None,
+):
+    if lengths is None or indices is not None or offsets is not None:
+        raise ValueError("segment_reduce: only the lengths= form is translated")
+    return _semantics.segment_reduce(_ops, data, reduce, lengths, axis, initial)
+
+
 def translation_table() -> dict:
     """aten overload -> translation, for `torch.onnx.export(custom_translation_table=...)`."""
     aten = torch.ops.aten
@@ -81,4 +97,5 @@ def translation_table() -> dict:
         aten.cumprod.default: cumprod,
         aten.scatter_reduce.two: scatter_reduce,
         aten.index_reduce.default: index_reduce,
+        aten.segment_reduce.default: segment_reduce,
     }

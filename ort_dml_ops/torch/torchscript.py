@@ -1,7 +1,7 @@
 """`torch.onnx.register_custom_op_symbolic` equivalents of the dynamo translations, for
 `torch.onnx.export(..., dynamo=False)` (torch/onnx/_internal/torchscript_exporter/utils.py).
 
-The TorchScript exporter refuses `aten::cumprod`, `aten::index_reduce`, `scatter_reduce` with
+The TorchScript exporter refuses `aten::cumprod`, `aten::index_reduce`, `aten::segment_reduce`, `scatter_reduce` with
 `mean` or `include_self=False` (symbolic_opset16.py / symbolic_opset18.py) and `index_add`
 with duplicate indices (symbolic_opset9.py). The symbolics here emit the graphs of
 `_semantics.py`; registered for opset 18 and later (ScatterElements' max/min reductions),
@@ -22,6 +22,7 @@ OPSETS = {
     "aten::scatter_reduce": 18,
     "aten::index_reduce": 18,
     "aten::index_add": 18,
+    "aten::segment_reduce": 18,
 }
 _FLOAT_KINDS = {"Float", "Double", "Half", "BFloat16"}
 
@@ -83,11 +84,28 @@ def index_add(g, x, dim, index, source, alpha=1.0):
     )
 
 
+@symbolic_helper.parse_args("v", "s", "v", "v", "v", "i", "b", "none")
+def segment_reduce(g, data, reduce, lengths, indices, offsets, axis, unsafe, initial):
+    if (
+        symbolic_helper._is_none(lengths)
+        or not symbolic_helper._is_none(indices)
+        or not symbolic_helper._is_none(offsets)
+    ):
+        raise ValueError("segment_reduce: only the lengths= form is translated")
+    initial = (
+        None
+        if symbolic_helper._is_none(initial)
+        else float(symbolic_helper._maybe_get_const(initial, "f"))
+    )
+    return _semantics.segment_reduce(_Ops(g), data, reduce, lengths, axis, initial)
+
+
 _SYMBOLICS = {
     "aten::cumprod": cumprod,
     "aten::scatter_reduce": scatter_reduce,
     "aten::index_reduce": index_reduce,
     "aten::index_add": index_add,
+    "aten::segment_reduce": segment_reduce,
 }
 
 
