@@ -45,7 +45,7 @@ def run_case(
 
     other = max(1, elements // n)
     shape = [other, n] if axis == 1 else [n, other]
-    sym = list(shape)
+    sym: list[int | str] = list(shape)
     sym[axis] = "L"
     static = convert(
         cumprod_model(shape, axis), "dml", strategy="lower", with_inspect=False

@@ -201,8 +201,9 @@ class _Constants:
                 if dims is None
                 else np.array(int(np.prod(dims, dtype=np.int64)), dtype=np.int64)
             )
-        args = [self.value(x) for x in node.input]
-        if any(a is None for a in args):
+        found = [self.value(x) for x in node.input]
+        args = [a for a in found if a is not None]
+        if len(args) != len(found):
             return None
         if op == "Identity":
             return args[0]
