@@ -157,58 +157,13 @@ def test_scatter_reduce_negative_dim(dynamo):
     _check(ScatterReduce("mean", False, dim=-1), _scatter_args(DUPLICATES), dynamo)
 
 
-#: A convert bug, not an export one (the exported model is exact): the lowering of a
-#: ScatterElements(reduction="none") whose updates have a symbolic dim fails in ORT's MaxUnpool
-#: when that dim is 0 at run time. Minimal repro: test_lowered_scatter_none_empty_symbolic_updates.
-LOWERING_EMPTY_BUG = "lowered ScatterElements(none) with symbolic, empty updates: MaxUnpool fails (see the repro test)"
-
-
-@pytest.mark.parametrize(
-    "dynamo",
-    [
-        True,
-        pytest.param(
-            False, marks=pytest.mark.xfail(strict=True, reason=LOWERING_EMPTY_BUG)
-        ),
-    ],
-    ids=["dynamo", "torchscript"],
-)
+@pytest.mark.parametrize("dynamo", [True, False], ids=["dynamo", "torchscript"])
 def test_scatter_reduce_empty_updates(dynamo):
     _check(
         ScatterReduce("amax", False),
         _scatter_args(torch.zeros((3, 0), dtype=torch.int64)),
         dynamo,
     )
-
-
-@pytest.mark.xfail(strict=True, reason=LOWERING_EMPTY_BUG)
-def test_lowered_scatter_none_empty_symbolic_updates():
-    from onnx import TensorProto, helper
-
-    node = helper.make_node("ScatterElements", ["x", "i", "u"], ["y"], axis=1)
-    graph = helper.make_graph(
-        [node],
-        "g",
-        [
-            helper.make_tensor_value_info("x", TensorProto.FLOAT, [3, 5]),
-            helper.make_tensor_value_info("i", TensorProto.INT64, [3, 0]),
-            helper.make_tensor_value_info("u", TensorProto.FLOAT, [3, "K"]),
-        ],
-        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [3, 5])],
-    )
-    model = helper.make_model(
-        graph, opset_imports=[helper.make_opsetid("", 18)], ir_version=10
-    )
-    feeds = {
-        "x": np.ones((3, 5), np.float32),
-        "i": np.zeros((3, 0), np.int64),
-        "u": np.zeros((3, 0), np.float32),
-    }
-    converted = ort_dml_ops.convert(model, "dml").model
-    got = ort_dml_ops.InferenceSession(
-        converted, providers=["CPUExecutionProvider"]
-    ).run(None, feeds)[0]
-    np.testing.assert_array_equal(got, feeds["x"])  # no update: the data unchanged
 
 
 def _index_args(index):

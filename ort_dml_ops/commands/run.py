@@ -63,7 +63,8 @@ def run(args) -> int:
             # the lowered scatter's run-time guard (lowering/scatter.py), or, on the CPU EP, its
             # position table's Gather, which ORT checks itself and which may run first
             if "/IndexOrSizeOutOfRange" in first or (args.check_indices and "out of data bounds" in first):
-                first = f"a scatter index is out of range (the scatter's index guard stopped the run): {first}"
+                first = ("a scatter index is out of range, or its updates do not match its indices "
+                         f"(the scatter's guard stopped the run): {first}")
             raise UserError(f"{args.model}: the run failed: {first}") from None
         if outputs is not None:
             for name, value in zip(names, values):

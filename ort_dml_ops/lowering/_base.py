@@ -246,6 +246,21 @@ class Emitter:
         return self.op("Cast", x, to=int(to), dtype=to)
 
     def done(self, outputs: Sequence[ir.Value], note: str = "") -> Rewrite:
+        """The rewrite, without the emitted nodes nothing reads (a size computed for a path the
+        rule did not take): the DML EP's graph fusion refuses a partition holding an unused
+        output (see tests' test_no_dead_nodes). Dropped nodes leave the shared memo too."""
+        needed = {id(v) for v in outputs}
+        alive: set[int] = set()
+        for node in reversed(self.nodes):  # emission order is topological
+            if any(id(o) in needed for o in node.outputs):
+                alive.add(id(node))
+                needed.update(id(i) for i in node.inputs if i is not None)
+        if len(alive) < len(self.nodes):
+            dead = {id(o) for n in self.nodes if id(n) not in alive for o in n.outputs}
+            for key, out in list(self._ops.items()):
+                if id(out[0] if isinstance(out, tuple) else out) in dead:
+                    del self._ops[key]
+            self.nodes = [n for n in self.nodes if id(n) in alive]
         return Rewrite(self.nodes, list(outputs), note)
 
 

@@ -80,6 +80,10 @@ class ScatterLowering(Rule):
             return "the last dim of the indices (coordinates per update) is not static"
         if node.op_type == "ScatterND" and indices.shape[-1] < 1:
             return "ScatterND with 0 coordinates per update"
+        q = indices.shape[-1] if node.op_type == "ScatterND" else 0
+        want = len(indices.shape) - 1 + len(data.shape) - q if q else len(indices.shape)
+        if len(updates.shape) != want:
+            return f"updates of rank {len(updates.shape)} where the indices ask for rank {want}"
         red = attr_str(node, "reduction", "none")
         if red != "none" and red not in REDUCE_OPS:
             return f"unknown reduction {red!r}"
@@ -101,19 +105,26 @@ class ScatterLowering(Rule):
         data, indices, updates = node.inputs[:3]
         e = Emitter(ctx, node.name or node.op_type)
         red = attr_str(node, "reduction", "none")
-        if _static_numel(updates) == 0:  # no updates: the data unchanged
-            return e.done([e.op("Identity", data)], f"no updates: the data unchanged; reduction {red}")
         ddims = sizes.dims(e, data)
-        idx = e.cast(indices, ir.DataType.INT64) if indices.dtype != ir.DataType.INT64 else indices
         idims = sizes.dims(e, indices)
+        expected = _expected_update_dims(node.op_type, idims, ddims)
+        shape_ok = _shape_guard(e, sizes.dims(e, updates), expected)
+        if shape_ok is None and _static_numel(updates) == 0:  # no updates: the data unchanged
+            # (the size nodes emitted above are unread, and done() drops them)
+            return e.done([e.op("Identity", data)], f"no updates: the data unchanged; reduction {red}")
+        if _static_numel(indices) == 0:  # no update: the data unchanged once the updates' shape is checked
+            return e.done([_unchanged_unless_mismatch(e, data, shape_ok)],
+                          f"no updates: the data unchanged; reduction {red}; run-time guard: the updates' shape")
+        flat = e.reshape(data, [-1])
+        M = sizes.product(e, ddims)
+        idx = e.cast(indices, ir.DataType.INT64) if indices.dtype != ir.DataType.INT64 else indices
         if node.op_type == "ScatterND":
             pos, K, ok = _positions_nd(e, idx, idims, ddims, ctx.check_indices)
         else:
             axis = attr_int(node, "axis", 0) % len(ddims)
             pos, K, ok = _positions_elements(e, idx, idims, ddims, axis, ctx.check_indices)
-        M = sizes.product(e, ddims)
         ok = _and(e, _to_host(e, ok) if ok is not None else None, _size_guard(e, K, M))
-        flat = e.reshape(data, [-1])
+        ok = _and(e, ok, shape_ok)
         vals = e.reshape(updates, [-1])
         width = ctx.options.get("max_io_width") or BLOCK
         row = None
@@ -171,6 +182,45 @@ def _to_host(e: Emitter, flag: ir.Value) -> ir.Value:
     back."""
     length = e.reshape(e.cast(flag, ir.DataType.INT64), [1])
     return e.op("Equal", e.op("Shape", e.op("ConstantOfShape", length)), e.i64([1]))
+
+
+def _unchanged_unless_mismatch(e: Emitter, data: ir.Value, shape_ok: ir.Value | None) -> ir.Value:
+    """The data itself, but the run fails where `shape_ok` is false: Expand(data, [1]) is a copy,
+    and its shape input comes from a Reshape of [1] to [-2] on a mismatch. The guard is not a
+    Reshape of the data: ONNX Runtime's ReshapeFusion (reshape_fusion.cc) replaces a chain of
+    Reshapes whose output shape is known by one Reshape to that constant shape, which would drop
+    a guard written as Reshape(data, Where(ok, shape, bad))."""
+    if shape_ok is None:
+        return e.op("Identity", data)
+    ones = e.op("Where", shape_ok, e.i64([1]), e.i64([_BAD_DIM]))
+    guard = e.op("Reshape", e.i64([1]), ones)
+    e.nodes[-1].name = e.ctx.unique(f"{e.prefix}/IndexOrSizeOutOfRange")
+    return e.op("Expand", data, guard)
+
+
+def _expected_update_dims(op_type: str, idims: list[Size], ddims: list[Size]) -> list[Size]:
+    """The shape ONNX requires of the updates: the indices' shape (ScatterElements, Scatter), or
+    indices.shape[:-1] + data.shape[q:] for ScatterND with q coordinates per update."""
+    if op_type != "ScatterND":
+        return idims
+    q = idims[-1]
+    assert isinstance(q, int)  # check() refuses a symbolic coordinate count
+    return idims[:-1] + ddims[q:]
+
+
+def _shape_guard(e: Emitter, udims: list[Size], expected: list[Size]) -> ir.Value | None:
+    """True when the updates have the shape ONNX requires (None when the declared shapes already
+    prove it). ORT's CPU kernel refuses a mismatch ("Indices vs updates dimensions differs",
+    scatter.cc); without this check the lowering would read too few or too many updates and
+    return a value where ORT returns an error. Compared on the CPU, on shape tensors only."""
+    pairs = [(u, x) for u, x in zip(udims, expected, strict=True)
+             if not (isinstance(u, int) and isinstance(x, int) and u == x)]
+    if not pairs:
+        return None
+    got = sizes.concat(e, [u for u, _ in pairs])
+    want = sizes.concat(e, [x for _, x in pairs])
+    worst = e.op("ReduceMax", e.op("Abs", e.op("Sub", got, want)), keepdims=1)
+    return e.op("Equal", worst, e.i64([0]))
 
 
 def _size_guard(e: Emitter, K: Size, M: Size) -> ir.Value | None:

@@ -428,3 +428,47 @@ def test_no_dead_nodes(reduction, dtype, ishape):
     m = convert(elements_model([7], ishape, 0, reduction, dtype), "dml", strategy="lower").model
     used = {i for n in m.graph.node for i in n.input} | {o.name for o in m.graph.output}
     assert [n.name for n in m.graph.node if not any(o in used for o in n.output if o)] == []
+
+
+def _mismatch_model(op, reduction, ishape, ushape):
+    dshape = [3, 5]
+    return single_op(op, [("data", np.float32, dshape), ("indices", np.int64, ishape),
+                          ("updates", np.float32, ushape)], {"reduction": reduction}, opset=18)
+
+
+@pytest.mark.parametrize("reduction", ["none", "add", "mul", "max", "min"])
+@pytest.mark.parametrize("op,ishape,ushape,kidx,kupd", [
+    ("ScatterElements", [3, "A"], [3, "B"], 1, 2),   # more updates than indices
+    ("ScatterElements", [3, "A"], [3, "B"], 2, 1),   # fewer
+    ("ScatterElements", [3, 0], [3, "B"], 0, 1),     # no indices, one update column
+    ("ScatterND", ["A", 1], ["B", 5], 1, 2),
+    ("ScatterND", ["A", 2], ["B"], 2, 3),
+])
+def test_updates_that_do_not_match_the_indices_fail_the_run_as_in_ort(op, reduction, ishape, ushape, kidx, kupd):
+    """ONNX requires the updates' shape from the indices' (and, for ScatterND, the data's);
+    ORT's CPU kernel refuses a mismatch at run time. Where the declared shapes do not prove it,
+    the lowering checks it too — it must never read too few or too many updates and return a value."""
+    m = _mismatch_model(op, reduction, ishape, ushape)
+    q = ishape[-1] if op == "ScatterND" else None
+    idx_shape = [kidx, q] if op == "ScatterND" else [3, kidx]
+    upd_shape = ([kupd, 5] if q == 1 else [kupd]) if op == "ScatterND" else [3, kupd]
+    feeds = {"data": np.ones((3, 5), np.float32), "indices": np.zeros(idx_shape, np.int64),
+             "updates": np.full(upd_shape, 2.0, np.float32)}
+    with pytest.raises(Exception, match="differs|mismatch|shape|dimension"):
+        run_cpu(m, feeds)  # ORT's own kernel refuses
+    r = lowered(m)
+    # the guard's Reshape, or, on the CPU EP, a Gather of the updates, which ORT checks itself
+    with pytest.raises(Exception, match="IndexOrSizeOutOfRange|out of data bounds"):
+        run_cpu(r.model, feeds)
+
+
+@pytest.mark.parametrize("reduction", ["none", "add", "max"])
+def test_static_empty_indices_with_symbolic_updates(reduction):
+    """Indices declared [3, 0] beside updates [3, K]: no update at all when K is 0 (MaxUnpool
+    refuses an empty input, so the lowering must not write one)."""
+    m = _mismatch_model("ScatterElements", reduction, [3, 0], [3, "K"])
+    feeds = {"data": np.arange(15, dtype=np.float32).reshape(3, 5), "indices": np.zeros((3, 0), np.int64),
+             "updates": np.zeros((3, 0), np.float32)}
+    (want,) = run_cpu(m, feeds)
+    (got,) = run_cpu(lowered(m).model, feeds)
+    np.testing.assert_array_equal(got, want)
