@@ -142,12 +142,15 @@ def convert(model: onnx.ModelProto | str | os.PathLike | bytes, target: str = "d
     normalized = (drop_allowzero(_graphs(model_ir, main_opset), names)
                   if target == "dml" and strategy != "native" else [])
     for graph, where, opset in _graphs(model_ir, main_opset):
-        for node in list(graph):
+        nodes = list(graph)
+        positions = {n: i for i, n in enumerate(nodes)}
+        for node in nodes:
             if (_dom(node.domain), node.op_type) not in FAMILY_OPS:
                 continue
             ctx = RewriteContext(opset=opset, target=target, names=names, check_indices=check_indices,
                                  options={"model_opsets": dict(model_ir.opset_imports),
-                                          "max_io_width": _max_io_width(target)}, graph=graph)
+                                          "max_io_width": _max_io_width(target)}, graph=graph,
+                                 positions=positions)
             try:
                 reports.append(_convert_node(graph, node, where, ctx, strategy))
             except UserError:

@@ -37,6 +37,21 @@ class RewriteContext:
     options: dict[str, Any] = dataclasses.field(default_factory=dict)
     graph: Any = None  # the ir.Graph / ir.Function the node lives in (initializers go there)
     anchor: Any = None  # the node being rewritten (its replacement is inserted before it)
+    #: each node of `graph` to its position when the rewrites of the graph began (graph.index()
+    #: walks the linked list: asking it per rewrite made convert quadratic along a chain)
+    positions: dict[Any, int] = dataclasses.field(default_factory=dict)
+
+    def precedes(self, node: ir.Node, anchor: ir.Node) -> bool:
+        """Does `node` (in `graph`) run before `anchor`? Rewrites go in graph order and insert
+        their nodes before the node they replace, so a node without a position (emitted for an
+        earlier node) precedes every node still to be rewritten."""
+        if not self.positions and self.graph is not None:
+            self.positions = {n: i for i, n in enumerate(self.graph)}
+        at = self.positions.get(anchor)
+        if at is None:  # pragma: no cover - an anchor is always an original node
+            return False
+        pos = self.positions.get(node)
+        return pos is None or pos < at
 
     def unique(self, hint: str) -> str:
         hint = hint or "n"

@@ -57,11 +57,10 @@ def _shape_node(e: Emitter, v: ir.Value) -> ir.Value:
     attributes as written, so the explicit default makes the two distinct and both run."""
     graph, anchor = e.ctx.graph, e.ctx.anchor
     if isinstance(graph, ir.Graph) and anchor is not None and anchor.graph is graph:
-        at = graph.index(anchor)
         for use in v.uses():
             n = use.node if hasattr(use, "node") else use[0]
             if (n.op_type == "Shape" and n.domain in ("", "ai.onnx") and not n.attributes
-                    and n.graph is graph and graph.index(n) < at):
+                    and n.graph is graph and e.ctx.precedes(n, anchor)):
                 return n.outputs[0]
     return e.op("Shape", v, start=0 if e.opset >= 15 else None)
 
