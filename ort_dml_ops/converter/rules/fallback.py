@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import onnx_ir as ir
 
-from .._domain import DOMAIN
+from ..._domain import DOMAIN
 from ._base import Emitter, Rewrite, RewriteContext
 
 #: ONNX op type -> the fallback op that computes it

@@ -7,7 +7,7 @@ an axis length of 1000. The blocked scan of cumprod.py with Add does O(1) full p
 and log_w(n) levels (w = the target's Split/Concat width, 8 on WebGPU).
 
 `auto` uses this rule on WebGPU only where the axis is longer than the target's
-``cost_facts["cumsum_native_max_axis"]`` (conversion.py); `lower` uses it everywhere it applies.
+``cost_facts["cumsum_native_max_axis"]`` (converter/pipeline.py); `lower` uses it everywhere it applies.
 Integers are exact (wrapping addition is associative). Floats are summed in another order than
 the sequential loop: the result differs by rounding only, within the bound of any summation
 order, (n-1)·2^-24·Σ|x| for float32 (n = axis length) — the report says so.
@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import onnx_ir as ir
 
-from .._domain import DOMAIN
+from ..._domain import DOMAIN
 from ._base import (
     Emitter,
     Rewrite,

@@ -1,4 +1,4 @@
-"""Rewrite rules, one per file, each with its tests under tests/lowering/.
+"""Rewrite rules, one per file, each with its tests under tests/converter/rules/.
 
 `RULES` is tried in order for each node of the three families (`FAMILY_OPS`); the first rule
 whose `check` passes rewrites the node. `opset.plan` is the whole-model opset step that runs
@@ -7,7 +7,7 @@ before them; `fallback.route_to_fallback` routes a node to the Python custom ops
 
 from __future__ import annotations
 
-from .._domain import DOMAIN
+from ..._domain import DOMAIN
 from ._base import Emitter, Rewrite, RewriteContext, Rule, RuleRefused
 from .cumprod import CumProdLowering
 from .cumprod_native import CumProdToOnnx

@@ -10,7 +10,7 @@ import functools
 
 import onnx_ir as ir
 
-from .._domain import DOMAIN
+from ..._domain import DOMAIN
 from ._base import Rewrite, RewriteContext, Rule
 
 

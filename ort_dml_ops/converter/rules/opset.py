@@ -17,8 +17,8 @@ from __future__ import annotations
 import onnx
 from onnx import defs
 
-from .._domain import DOMAIN, DOMAIN_VERSION
-from ..modelio import without_external_data
+from ..._domain import DOMAIN, DOMAIN_VERSION
+from ...modelio import without_external_data
 
 #: newest ai.onnx opset whose kernels the DML EP registers
 DML_MAX_OPSET = 21

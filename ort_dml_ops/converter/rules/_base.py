@@ -14,7 +14,7 @@ from typing import Any, Sequence
 import numpy as np
 import onnx_ir as ir
 
-from .._domain import DOMAIN
+from ..._domain import DOMAIN
 
 #: Oldest ai.onnx opset the rules emit for (CumSum and ScatterElements start at 11).
 MIN_OPSET = 11

@@ -38,7 +38,7 @@ import math
 import numpy as np
 import onnx_ir as ir
 
-from .._domain import DOMAIN
+from ..._domain import DOMAIN
 from . import sizes
 from ._base import (
     Emitter,

@@ -34,7 +34,7 @@ from __future__ import annotations
 import numpy as np
 import onnx_ir as ir
 
-from .._domain import DOMAIN
+from ..._domain import DOMAIN
 from . import sizes
 from ._base import (
     Emitter,

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import onnx_ir as ir
 
-from .._domain import DOMAIN
+from ..._domain import DOMAIN
 from ._base import Emitter, Rewrite, RewriteContext, Rule
 
 #: source dtype -> (compute dtype, precision consequence)
