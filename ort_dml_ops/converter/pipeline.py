@@ -26,7 +26,7 @@ import onnx_ir as ir
 from .._domain import DOMAIN, DOMAIN_VERSION
 from ..errors import UserError
 from .rules import FAMILY_OPS, RULES, opset as opset_rule
-from .rules._base import RewriteContext, attr_str, const_array, static_shape
+from .rules._base import RewriteContext, attr_str, const_array, onnx_domain, static_shape
 from .rules.fallback import route_to_fallback
 from .rules.reshape_allowzero import drop_allowzero
 from ..modelio import (attach_detached, detach_large_initializers, external_data_bytes, fix_ir_version, graphs,
@@ -50,6 +50,10 @@ class NodeReport:
     reason: str
     emitted: list[str] = dataclasses.field(default_factory=list)
     note: str = ""
+    #: why the node was refused (action "refused"), as a stable code; "" otherwise
+    code: str = ""
+    #: each rule that matched but did not rewrite the node: {"rule", "code", "message"}
+    refusals: list[dict] = dataclasses.field(default_factory=list)
 
     def to_dict(self) -> dict:
         return dataclasses.asdict(self)
@@ -145,7 +149,7 @@ def convert(model: onnx.ModelProto | str | os.PathLike | bytes, target: str = "d
         nodes = list(graph)
         positions = {n: i for i, n in enumerate(nodes)}
         for node in nodes:
-            if (_dom(node.domain), node.op_type) not in FAMILY_OPS:
+            if (onnx_domain(node.domain), node.op_type) not in FAMILY_OPS:
                 continue
             ctx = RewriteContext(opset=opset, target=target, names=names, check_indices=check_indices,
                                  options={"model_opsets": dict(model_ir.opset_imports),
@@ -209,7 +213,7 @@ def _refuse_static_errors(model: ir.Model) -> None:
     """
     for graph, where, _ in _graphs(model, 0):
         for node in graph:
-            if (_dom(node.domain), node.op_type) not in FAMILY_OPS:
+            if (onnx_domain(node.domain), node.op_type) not in FAMILY_OPS:
                 continue
             problem = _static_problem(node)
             if problem:
@@ -304,10 +308,6 @@ def _target_key(target: str) -> str:
     return t
 
 
-def _dom(d: str) -> str:
-    return "" if d in ("", "ai.onnx") else d
-
-
 # --------------------------------------------------------------------------------------
 # per-node decision
 # --------------------------------------------------------------------------------------
@@ -334,6 +334,7 @@ def _convert_node(graph, node: ir.Node, where: str, ctx: RewriteContext, strateg
         why = rule.check(node, ctx)
         if why is not None:
             refusals.append(f"{rule.name}: {why}")
+            rep.refusals.append({"rule": rule.name, **why.to_dict()})
             continue
         ctx.anchor = node
         rw = rule.rewrite(node, ctx)
@@ -393,6 +394,7 @@ def _apply_fallback(graph, node, ctx, rep: NodeReport, why: str) -> NodeReport:
     rw = route_to_fallback(node, ctx)
     if rw is None:
         rep.action, rep.reason = "refused", f"{why}; the fallback has no {node.op_type}"
+        rep.code = "no-fallback-kernel"
         return rep
     _replace(graph, node, rw)
     rep.action, rep.reason, rep.emitted, rep.note = "fallback", why, [n.name for n in rw.nodes], rw.note

@@ -8,7 +8,7 @@ before them; `fallback.route_to_fallback` routes a node to the Python custom ops
 from __future__ import annotations
 
 from ..._domain import DOMAIN
-from ._base import Emitter, Rewrite, RewriteContext, Rule, RuleRefused
+from ._base import Emitter, Refusal, Rewrite, RewriteContext, Rule
 from .cumprod import CumProdLowering
 from .cumprod_native import CumProdToOnnx
 from .cumsum_cast import CumSumCast
@@ -24,4 +24,4 @@ FAMILY_OPS = {
 #: tried in order; the first whose check passes rewrites the node
 RULES: tuple[Rule, ...] = (CumProdToOnnx(), CumProdLowering(), CumSumCast(), CumSumScan(), ScatterLowering())
 
-__all__ = ["Emitter", "FAMILY_OPS", "RULES", "Rewrite", "RewriteContext", "Rule", "RuleRefused"]
+__all__ = ["Emitter", "FAMILY_OPS", "RULES", "Refusal", "Rewrite", "RewriteContext", "Rule"]

@@ -1,7 +1,7 @@
 """What every rewrite rule shares: the rule interface, its outcome, and a node emitter.
 
 A rule looks at one node (`match`), decides whether it can rewrite it here (`check`, which
-returns a reason when it cannot) and emits replacement nodes (`rewrite`). The emitter builds
+returns a `Refusal` — code and message — when it cannot) and emits replacement nodes (`rewrite`). The emitter builds
 onnx-ir nodes with names unique in the whole model and spells version-dependent operators
 (Split, Pad, Slice, Unsqueeze, Reduce*) the way the graph's opset wants them.
 """
@@ -20,8 +20,22 @@ from ..._domain import DOMAIN
 MIN_OPSET = 11
 
 
-class RuleRefused(Exception):
-    """A rule cannot rewrite this node; the message is the reason shown in the report."""
+@dataclasses.dataclass(frozen=True)
+class Refusal:
+    """Why a rule does not rewrite a node: a stable `code` for programs (the report JSON
+    carries it) and a `message` for people (the report's reason text)."""
+
+    #: kebab-case, stable across releases: rank-unknown, axis-not-constant,
+    #: axis-out-of-range, axis-length-symbolic, dtype-unknown, dtype-unsupported,
+    #: opset-too-old, no-cast-needed, no-runtime-kernel, missing-inputs, ...
+    code: str
+    message: str
+
+    def __str__(self) -> str:
+        return self.message
+
+    def to_dict(self) -> dict:
+        return {"code": self.code, "message": self.message}
 
 
 @dataclasses.dataclass
@@ -89,17 +103,18 @@ class Rule:
         return f"{self.action} by rule {self.name}" + (f" ({self.summary})" if self.summary else "")
 
     def match(self, node: ir.Node) -> bool:
-        return (_dom(node.domain), node.op_type) in self.ops
+        return (onnx_domain(node.domain), node.op_type) in self.ops
 
-    def check(self, node: ir.Node, ctx: RewriteContext) -> str | None:
-        """None when the rule can rewrite `node`, else the reason it cannot."""
+    def check(self, node: ir.Node, ctx: RewriteContext) -> Refusal | None:
+        """None when the rule can rewrite `node`, else why it cannot."""
         return None
 
     def rewrite(self, node: ir.Node, ctx: RewriteContext) -> Rewrite:  # pragma: no cover
         raise NotImplementedError
 
 
-def _dom(domain: str) -> str:
+def onnx_domain(domain: str) -> str:
+    """The domain as the rules' tables spell it: "" for ai.onnx however it is written."""
     return "" if domain in ("", "ai.onnx") else domain
 
 
@@ -125,7 +140,7 @@ def const_array(value: ir.Value | None) -> np.ndarray | None:
     if value is None:
         return None
     t = value.const_value
-    if t is None and value.producer() is not None and value.producer().op_type == "Constant" and _dom(value.producer().domain) == "":
+    if t is None and value.producer() is not None and value.producer().op_type == "Constant" and onnx_domain(value.producer().domain) == "":
         attr = value.producer().attributes.get("value")
         if attr is not None:
             t = attr.value

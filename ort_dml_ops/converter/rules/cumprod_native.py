@@ -11,7 +11,7 @@ import functools
 import onnx_ir as ir
 
 from ..._domain import DOMAIN
-from ._base import Rewrite, RewriteContext, Rule
+from ._base import Refusal, Rewrite, RewriteContext, Rule
 
 
 @functools.lru_cache(maxsize=None)
@@ -32,11 +32,11 @@ class CumProdToOnnx(Rule):
     targets = ("cpu",)
     summary = "DOMAIN::CumProd -> ONNX CumProd-26 (same semantics)"
 
-    def check(self, node: ir.Node, ctx: RewriteContext) -> str | None:
+    def check(self, node: ir.Node, ctx: RewriteContext) -> Refusal | None:
         if ctx.opset < 26:
-            return f"the model imports opset {ctx.opset} < 26"
+            return Refusal("opset-too-old", f"the model imports opset {ctx.opset} < 26")
         if not cpu_has_cumprod():
-            return "the installed ONNX Runtime has no CPU CumProd kernel"
+            return Refusal("no-runtime-kernel", "the installed ONNX Runtime has no CPU CumProd kernel")
         return None
 
     def rewrite(self, node: ir.Node, ctx: RewriteContext) -> Rewrite:

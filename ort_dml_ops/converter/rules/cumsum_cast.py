@@ -12,7 +12,7 @@ from __future__ import annotations
 import onnx_ir as ir
 
 from ..._domain import DOMAIN
-from ._base import Emitter, Rewrite, RewriteContext, Rule
+from ._base import Emitter, Refusal, Rewrite, RewriteContext, Rule
 
 #: source dtype -> (compute dtype, precision consequence)
 CASTS = {
@@ -30,12 +30,12 @@ class CumSumCast(Rule):
     targets = ("dml", "cuda")
     summary = "Cast -> CumSum -> Cast"
 
-    def check(self, node: ir.Node, ctx: RewriteContext) -> str | None:
+    def check(self, node: ir.Node, ctx: RewriteContext) -> Refusal | None:
         x = node.inputs[0]
         if x is None or x.type is None:
-            return "the input element type is unknown"
+            return Refusal("dtype-unknown", "the input element type is unknown")
         if x.dtype not in CASTS:
-            return f"{x.dtype.name} CumSum needs no cast"
+            return Refusal("no-cast-needed", f"{x.dtype.name} CumSum needs no cast")
         return None
 
     def rewrite(self, node: ir.Node, ctx: RewriteContext) -> Rewrite:

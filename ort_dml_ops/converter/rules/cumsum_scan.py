@@ -20,6 +20,7 @@ import onnx_ir as ir
 from ..._domain import DOMAIN
 from ._base import (
     Emitter,
+    Refusal,
     Rewrite,
     RewriteContext,
     Rule,
@@ -45,26 +46,27 @@ class CumSumScan(Rule):
     targets = ("webgpu",)
     summary = "blocked Add scan (Split, Add, Concat), no Split/Concat wider than the target allows"
 
-    def check(self, node: ir.Node, ctx: RewriteContext) -> str | None:
+    def check(self, node: ir.Node, ctx: RewriteContext) -> Refusal | None:
         x = node.inputs[0]
         if (
             len(node.inputs) < 2
             or node.inputs[1] is None
             or const_array(node.inputs[1]) is None
         ):
-            return (
-                "the axis input is not a constant; the scan is laid out at convert time"
+            return Refusal(
+                "axis-not-constant",
+                "the axis input is not a constant; the scan is laid out at convert time",
             )
         shape = static_shape(x)
         if shape is None:
-            return "the rank of the input is unknown"
+            return Refusal("rank-unknown", "the rank of the input is unknown")
         if x.dtype not in SUPPORTED:
-            return f"no exact device scan for element type {x.dtype.name if x.dtype else 'unknown'}"
+            return Refusal("dtype-unsupported", f"no exact device scan for element type {x.dtype.name if x.dtype else 'unknown'}")
         axis = int(const_array(node.inputs[1]).reshape(-1)[0])
         if not -len(shape) <= axis < len(shape):
-            return f"axis {axis} is out of range for rank {len(shape)}"
+            return Refusal("axis-out-of-range", f"axis {axis} is out of range for rank {len(shape)}")
         if shape[axis % len(shape)] is None:
-            return "the axis length is symbolic"
+            return Refusal("axis-length-symbolic", "the axis length is symbolic")
         return None
 
     def rewrite(self, node: ir.Node, ctx: RewriteContext) -> Rewrite:
