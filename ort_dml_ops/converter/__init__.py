@@ -2,11 +2,13 @@
 nodes run on the target EP. (Not named `convert`: a subpackage would shadow that function.)
 
 `pipeline.py` runs the steps (load, opset, shapes, per-node decision, rules, validate, report);
-`rules/` holds the rewrite rules, one per module.
+`rules/` holds the rewrite rules, one per module; `in_place.convert_model` converts an
+`onnx_ir.Model` in place and returns the report.
 """
 
 from __future__ import annotations
 
+from .in_place import convert_model
 from .pipeline import (
     INLINE_LIMIT,
     STRATEGIES,
@@ -25,4 +27,5 @@ __all__ = [
     "ConvertResult",
     "NodeReport",
     "convert",
+    "convert_model",
 ]
