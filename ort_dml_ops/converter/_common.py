@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
 import onnx_ir as ir
 
@@ -13,10 +14,14 @@ def walk_graphs(model: ir.Model, main_opset: int) -> Iterator[tuple[Any, str, in
         for node in list(graph):
             for attr in node.attributes.values():
                 if attr.type == ir.AttributeType.GRAPH:
-                    yield from walk(attr.value, f"{where}/{node.name or node.op_type}.{attr.name}")
+                    yield from walk(
+                        attr.value, f"{where}/{node.name or node.op_type}.{attr.name}"
+                    )
                 elif attr.type == ir.AttributeType.GRAPHS:
                     for i, g in enumerate(attr.value):
-                        yield from walk(g, f"{where}/{node.name or node.op_type}.{attr.name}[{i}]")
+                        yield from walk(
+                            g, f"{where}/{node.name or node.op_type}.{attr.name}[{i}]"
+                        )
 
     yield from walk(model.graph, "main")
     for func in model.functions.values():
@@ -44,8 +49,9 @@ def all_names(model: ir.Model) -> set[str]:
 
 def serde_reason(exc: BaseException) -> str:
     """The innermost cause's first line (onnx_ir wraps the reason in SerdeErrors)."""
-    while exc.__cause__ is not None or exc.__context__ is not None:
-        exc = exc.__cause__ or exc.__context__
+    inner: BaseException | None = exc
+    while inner is not None:
+        exc, inner = inner, inner.__cause__ or inner.__context__
     text = str(exc).strip().splitlines()
     return f"{type(exc).__name__}: {text[0]}" if text else type(exc).__name__
 

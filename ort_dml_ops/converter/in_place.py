@@ -22,7 +22,7 @@ def _external_base_dir(model: ir.Model) -> str | None:
         for value in graph.initializers.values():
             tensor = value.const_value
             if isinstance(tensor, ir.ExternalTensor):
-                return tensor.base_dir
+                return str(tensor.base_dir)
     return None
 
 

@@ -25,15 +25,30 @@ import onnx_ir.passes
 
 from .._domain import DOMAIN
 from ..errors import UserError
-from ..modelio import (attach_detached, detach_large_initializers, external_data_bytes, fix_ir_version, graphs,
-                       load_model, without_external_data)
+from ..modelio import (
+    attach_detached,
+    detach_large_initializers,
+    external_data_bytes,
+    fix_ir_version,
+    graphs,
+    load_model,
+    without_external_data,
+)
 from ..runnable import check_original
 from ._common import all_names, serde_reason
 from .passes import ConvertState, convert_passes
 from .report import ConvertReport, NodeReport
 from .rules import opset as opset_rule
 
-__all__ = ["INLINE_LIMIT", "STRATEGIES", "TARGETS", "ConvertReport", "ConvertResult", "NodeReport", "convert"]
+__all__ = [
+    "INLINE_LIMIT",
+    "STRATEGIES",
+    "TARGETS",
+    "ConvertReport",
+    "ConvertResult",
+    "NodeReport",
+    "convert",
+]
 
 STRATEGIES = ("native", "lower", "fallback", "auto")
 #: external data up to this size is loaded into a converted model (the API's result is then
@@ -53,9 +68,16 @@ class ConvertResult:
 
 
 # --------------------------------------------------------------------------------------
-def convert(model: onnx.ModelProto | str | os.PathLike | bytes, target: str = "dml", *, strategy: str = "auto",
-            check_indices: bool = True, validate: bool = True, with_inspect: bool = True,
-            keep_external_data: bool = False) -> ConvertResult:
+def convert(
+    model: onnx.ModelProto | str | os.PathLike | bytes,
+    target: str = "dml",
+    *,
+    strategy: str = "auto",
+    check_indices: bool = True,
+    validate: bool = True,
+    with_inspect: bool = True,
+    keep_external_data: bool = False,
+) -> ConvertResult:
     """Rewrite `model` for `target` ("dml", "cuda", "webgpu", "cpu") with `strategy`; the input is not changed.
 
     A model file with external data is converted with its data left on disk (never loaded for
@@ -64,10 +86,16 @@ def convert(model: onnx.ModelProto | str | os.PathLike | bytes, target: str = "d
     the data beside the input and `result.external_data_dir` names that folder.
     """
     if strategy not in STRATEGIES:
-        raise UserError(f"unknown strategy {strategy!r}; choose one of: {', '.join(STRATEGIES)}")
+        raise UserError(
+            f"unknown strategy {strategy!r}; choose one of: {', '.join(STRATEGIES)}"
+        )
     target = _target_key(target)
     base_dir = Path(model).parent if isinstance(model, (str, os.PathLike)) else None
-    original = load_model(model, load_external_data=False) if base_dir is not None else load_model(model)
+    original = (
+        load_model(model, load_external_data=False)
+        if base_dir is not None
+        else load_model(model)
+    )
     if base_dir is not None and not external_data_bytes(original):
         base_dir = None
     # large initializers are detached for the whole conversion (never copied, never fed to
@@ -85,7 +113,9 @@ def convert(model: onnx.ModelProto | str | os.PathLike | bytes, target: str = "d
     try:
         model_ir = ir.serde.deserialize_model(proto)
     except Exception as exc:  # noqa: BLE001 - onnx_ir's SerdeError wraps the reason; one line for the user
-        raise UserError(f"the model cannot be read for conversion ({serde_reason(exc)})") from None
+        raise UserError(
+            f"the model cannot be read for conversion ({serde_reason(exc)})"
+        ) from None
     _function_input_types(proto, model_ir)
     # 3. the passes on the one onnx-ir model: refuse static errors, normalize, place and
     # rewrite, check what the fallback receives, fix the domain import (passes/)
@@ -95,14 +125,21 @@ def convert(model: onnx.ModelProto | str | os.PathLike | bytes, target: str = "d
     except onnx_ir.passes.PassError as exc:
         raise _pass_cause(exc) from None
     reports, normalized = state.reports, state.normalized
-    if (not any(r.action not in ("native", "cpu") or r.emitted for r in reports) and not opset_info.get("changed")
-            and not normalized):
-        out, _ = detach_large_initializers(original)  # nothing to do: the model as given (idempotency)
+    if (
+        not any(r.action not in ("native", "cpu") or r.emitted for r in reports)
+        and not opset_info.get("changed")
+        and not normalized
+    ):
+        out, _ = detach_large_initializers(
+            original
+        )  # nothing to do: the model as given (idempotency)
     else:
         try:
             out = ir.serde.serialize_model(model_ir)
         except Exception as exc:  # noqa: BLE001 - see above
-            raise UserError(f"the converted model cannot be written ({serde_reason(exc)})") from None
+            raise UserError(
+                f"the converted model cannot be written ({serde_reason(exc)})"
+            ) from None
         _keep_value_info(out, _value_info_names(original))
         _restore_graph_io(out.graph, original.graph)
     fix_ir_version(out)
@@ -113,7 +150,11 @@ def convert(model: onnx.ModelProto | str | os.PathLike | bytes, target: str = "d
         report.inspect = _inspect(out, target)
     del model_ir, proto
     out = attach_detached(out, detached)
-    if base_dir is not None and not keep_external_data and external_data_bytes(out) < INLINE_LIMIT:
+    if (
+        base_dir is not None
+        and not keep_external_data
+        and external_data_bytes(out) < INLINE_LIMIT
+    ):
         onnx.external_data_helper.load_external_data_for_model(out, str(base_dir))
         base_dir = None
     if base_dir is not None and not external_data_bytes(out):
@@ -121,48 +162,20 @@ def convert(model: onnx.ModelProto | str | os.PathLike | bytes, target: str = "d
     return ConvertResult(out, report, base_dir)
 
 
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
 def _target_key(target: str) -> str:
     t = str(target).lower()
-    aliases = {"dmlexecutionprovider": "dml", "cudaexecutionprovider": "cuda", "cpuexecutionprovider": "cpu",
-               "webgpuexecutionprovider": "webgpu"}
+    aliases = {
+        "dmlexecutionprovider": "dml",
+        "cudaexecutionprovider": "cuda",
+        "cpuexecutionprovider": "cpu",
+        "webgpuexecutionprovider": "webgpu",
+    }
     t = aliases.get(t, t)
     if t not in TARGETS:
-        raise UserError(f"unknown target {target!r}; choose one of: {', '.join(TARGETS)}")
+        raise UserError(
+            f"unknown target {target!r}; choose one of: {', '.join(TARGETS)}"
+        )
     return t
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
 
 
 def _function_input_types(proto: onnx.ModelProto, model: ir.Model) -> None:
@@ -179,12 +192,21 @@ def _function_input_types(proto: onnx.ModelProto, model: ir.Model) -> None:
             tt = vi.type.tensor_type
             v.dtype = ir.DataType(tt.elem_type)
             if tt.HasField("shape"):
-                v.shape = ir.Shape([d.dim_value if d.HasField("dim_value") else (d.dim_param or None) for d in tt.shape.dim])
+                v.shape = ir.Shape(
+                    [
+                        d.dim_value
+                        if d.HasField("dim_value")
+                        else (d.dim_param or None)
+                        for d in tt.shape.dim
+                    ]
+                )
 
 
-
-
-_INFER_TWIN = {"CumProd": "CumSum", "CumSum": "CumSum", "ScatterElements": "ScatterElements"}
+_INFER_TWIN = {
+    "CumProd": "CumSum",
+    "CumSum": "CumSum",
+    "ScatterElements": "ScatterElements",
+}
 
 
 def _infer_shapes(proto: onnx.ModelProto) -> onnx.ModelProto:
@@ -211,7 +233,7 @@ def _infer_shapes(proto: onnx.ModelProto) -> onnx.ModelProto:
     light = without_external_data(twin)
     try:
         inferred = onnx.shape_inference.infer_shapes(light)
-    except Exception:
+    except Exception:  # noqa: BLE001 - inference that fails leaves the shapes as given
         return proto
     if not _has_long_vector(inferred):
         with contextlib.suppress(Exception):  # if it fails, the plain inference stands
@@ -229,14 +251,14 @@ DATA_PROP_LIMIT = 1 << 16
 def _has_long_vector(model: onnx.ModelProto) -> bool:
     for g in graphs(model.graph):
         for vi in list(g.input) + list(g.output) + list(g.value_info):
-            dims = vi.type.tensor_type.shape.dim if vi.type.HasField("tensor_type") else []
+            dims = (
+                vi.type.tensor_type.shape.dim if vi.type.HasField("tensor_type") else []
+            )
             if len(dims) == 1 and dims[0].dim_value > DATA_PROP_LIMIT:
                 return True
         if any(len(t.dims) == 1 and t.dims[0] > DATA_PROP_LIMIT for t in g.initializer):
             return True
     return False
-
-
 
 
 def _value_info_names(model: onnx.ModelProto) -> set[str]:
@@ -254,7 +276,10 @@ def _keep_value_info(model: onnx.ModelProto, keep: set[str]) -> None:
 def _restore_graph_io(graph: onnx.GraphProto, original: onnx.GraphProto) -> None:
     """The graph's inputs and outputs exactly as the user wrote them (shape inference may have
     given an output dims of its own, e.g. `unk__0`, or concrete ones, which the IR keeps)."""
-    for mine, theirs in ((graph.input, original.input), (graph.output, original.output)):
+    for mine, theirs in (
+        (graph.input, original.input),
+        (graph.output, original.output),
+    ):
         if [v.name for v in mine] == [v.name for v in theirs]:
             del mine[:]
             mine.extend(theirs)
@@ -277,12 +302,16 @@ def _pass_cause(exc: BaseException) -> BaseException:
 
 def _validate(model: onnx.ModelProto, signature: list) -> None:
     if _signature(model.graph) != signature:
-        raise AssertionError("internal error: conversion changed the graph inputs or outputs")
+        raise AssertionError(
+            "internal error: conversion changed the graph inputs or outputs"
+        )
     try:
         onnx.checker.check_model(without_external_data(model), full_check=True)
     except (onnx.checker.ValidationError, onnx.shape_inference.InferenceError) as exc:
         first = str(exc).strip().splitlines()[0]
-        raise UserError(f"the converted model does not pass onnx.checker ({first})") from None
+        raise UserError(
+            f"the converted model does not pass onnx.checker ({first})"
+        ) from None
 
 
 def _inspect(model: onnx.ModelProto, target: str):
@@ -292,5 +321,5 @@ def _inspect(model: onnx.ModelProto, target: str):
         return None
     try:
         return inspect(model, target)
-    except Exception as exc:  # never let the report's extra lose the conversion
+    except Exception as exc:  # noqa: BLE001 - never let the report's extra lose the conversion
         return {"error": f"{type(exc).__name__}: {exc}"}

@@ -37,7 +37,11 @@ class ConvertReport:
 
     @property
     def changed(self) -> bool:
-        return bool(self.normalized) or any(n.action not in ("native", "cpu") for n in self.nodes) or self.opset.get("from") != self.opset.get("to")
+        return (
+            bool(self.normalized)
+            or any(n.action not in ("native", "cpu") for n in self.nodes)
+            or self.opset.get("from") != self.opset.get("to")
+        )
 
     def summary(self) -> dict:
         out: dict[str, int] = {}
@@ -55,5 +59,9 @@ class ConvertReport:
             "nodes": [n.to_dict() for n in self.nodes],
         }
         if self.inspect is not None:
-            d["inspect"] = self.inspect.to_dict() if hasattr(self.inspect, "to_dict") else self.inspect
+            d["inspect"] = (
+                self.inspect.to_dict()
+                if hasattr(self.inspect, "to_dict")
+                else self.inspect
+            )
         return d

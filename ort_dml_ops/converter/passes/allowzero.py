@@ -22,6 +22,8 @@ class DropAllowzeroPass(onnx_ir.passes.InPlacePass):
         s = self.state
         if s.target != "dml" or s.strategy == "native":
             return onnx_ir.passes.PassResult(model, modified=False)
-        fixed = drop_allowzero(walk_graphs(model, model.opset_imports.get("", 0)), s.names)
+        fixed = drop_allowzero(
+            walk_graphs(model, model.opset_imports.get("", 0)), s.names
+        )
         s.normalized.extend(fixed)
         return onnx_ir.passes.PassResult(model, modified=bool(fixed))

@@ -15,7 +15,9 @@ class FixDomainImportPass(onnx_ir.passes.InPlacePass):
     def call(self, model: ir.Model) -> onnx_ir.passes.PassResult:
         before = dict(model.opset_imports)
         _fix_domain_import(model)
-        return onnx_ir.passes.PassResult(model, modified=dict(model.opset_imports) != before)
+        return onnx_ir.passes.PassResult(
+            model, modified=dict(model.opset_imports) != before
+        )
 
 
 def _fix_domain_import(model: ir.Model) -> None:

@@ -19,5 +19,7 @@ class CheckFallbackTypesPass(onnx_ir.passes.InPlacePass):
         self.state = state
 
     def call(self, model: ir.Model) -> onnx_ir.passes.PassResult:
-        check_fallback_types(model, self.state.target, walk_graphs(model, model.opset_imports.get("", 0)))
+        check_fallback_types(
+            model, self.state.target, walk_graphs(model, model.opset_imports.get("", 0))
+        )
         return onnx_ir.passes.PassResult(model, modified=False)

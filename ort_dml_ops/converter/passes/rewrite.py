@@ -36,18 +36,34 @@ class RewritePass(onnx_ir.passes.InPlacePass):
             for node in nodes:
                 if (onnx_domain(node.domain), node.op_type) not in FAMILY_OPS:
                     continue
-                ctx = RewriteContext(opset=opset, target=s.target, names=s.names, check_indices=s.check_indices,
-                                     options={"model_opsets": dict(model.opset_imports),
-                                              "max_io_width": _max_io_width(s.target)}, graph=graph,
-                                     positions=positions)
+                ctx = RewriteContext(
+                    opset=opset,
+                    target=s.target,
+                    names=s.names,
+                    check_indices=s.check_indices,
+                    options={
+                        "model_opsets": dict(model.opset_imports),
+                        "max_io_width": _max_io_width(s.target),
+                    },
+                    graph=graph,
+                    positions=positions,
+                )
                 try:
                     s.reports.append(_convert_node(graph, node, where, ctx, s.strategy))
                 except UserError:
                     raise
                 except Exception as exc:  # noqa: BLE001 - a rule that cannot handle this node: one line, not a traceback
-                    label = f"{node.op_type} node {node.name!r}" if node.name else f"a {node.op_type} node"
-                    raise UserError(f"{label}: cannot convert it ({serde_reason(exc)})") from None
-        modified = any(r.action not in ("native", "cpu") or r.emitted for r in s.reports)
+                    label = (
+                        f"{node.op_type} node {node.name!r}"
+                        if node.name
+                        else f"a {node.op_type} node"
+                    )
+                    raise UserError(
+                        f"{label}: cannot convert it ({serde_reason(exc)})"
+                    ) from None
+        modified = any(
+            r.action not in ("native", "cpu") or r.emitted for r in s.reports
+        )
         return onnx_ir.passes.PassResult(model, modified=modified)
 
 
@@ -58,7 +74,9 @@ def _max_io_width(target: str) -> int | None:
     return get_target(target).max_io_width
 
 
-def _convert_node(graph, node: ir.Node, where: str, ctx: RewriteContext, strategy: str) -> NodeReport:
+def _convert_node(
+    graph, node: ir.Node, where: str, ctx: RewriteContext, strategy: str
+) -> NodeReport:
     rep = NodeReport(node.name or "", node.op_type, node.domain, where, "native", "")
     native, native_why = _native(node, ctx)
     rules = [r for r in RULES if r.match(node) and r.applies_to(ctx.target)]
@@ -87,21 +105,32 @@ def _convert_node(graph, node: ir.Node, where: str, ctx: RewriteContext, strateg
         rw = rule.rewrite(node, ctx)
         _replace(graph, node, rw)
         rep.action = rule.action
-        rep.reason = (f"{native_why}; " if not native or costly else "strategy lower; ") + rule.describe()
-        rep.emitted = [n.name for n in rw.nodes]
+        rep.reason = (
+            f"{native_why}; " if not native or costly else "strategy lower; "
+        ) + rule.describe()
+        rep.emitted = [n.name or "" for n in rw.nodes]
         rep.note = rw.note
         return rep
     refused = "; ".join(refusals) if refusals else "no rule rewrites this node"
     if native:
         rep.reason = f"{native_why} (not lowered: {refused})"
         return rep
-    if ctx.target == "webgpu" and node.domain != DOMAIN and _decision(node, ctx).provider == "CPUExecutionProvider":
+    if (
+        ctx.target == "webgpu"
+        and node.domain != DOMAIN
+        and _decision(node, ctx).provider == "CPUExecutionProvider"
+    ):
         # The CPU EP's own kernel beats the Python fallback (both on the CPU); what the WebGPU EP
         # leaves to the CPU (int64 / float64 data) takes its neighbours of that type along.
-        rep.reason = f"{native_why}; not lowered: {refused}; stays on the CPU EP's native kernel"
+        rep.reason = (
+            f"{native_why}; not lowered: {refused}; stays on the CPU EP's native kernel"
+        )
         return rep
     if node.domain == DOMAIN:
-        rep.action, rep.reason = "fallback", f"{native_why}; not lowered: {refused}; stays on the Python fallback"
+        rep.action, rep.reason = (
+            "fallback",
+            f"{native_why}; not lowered: {refused}; stays on the Python fallback",
+        )
         return rep
     # ONNX Runtime's own C++ kernel on the CPU beats the Python fallback, and leaving the node
     # untouched keeps the model loadable in plain onnxruntime: the fallback is for nodes no
@@ -109,11 +138,15 @@ def _convert_node(graph, node: ir.Node, where: str, ctx: RewriteContext, strateg
     on_cpu, cpu_why = _native(node, dataclasses.replace(ctx, target="cpu"))
     if on_cpu:
         rep.action = "cpu"
-        rep.reason = (f"{native_why}; not lowered: {refused}; left to ONNX Runtime's CPU kernel "
-                      f"({cpu_why.removeprefix('the cpu EP has a kernel').strip(' ()') or 'it has one'}); "
-                      "the model still loads in plain onnxruntime")
+        rep.reason = (
+            f"{native_why}; not lowered: {refused}; left to ONNX Runtime's CPU kernel "
+            f"({cpu_why.removeprefix('the cpu EP has a kernel').strip(' ()') or 'it has one'}); "
+            "the model still loads in plain onnxruntime"
+        )
         return rep
-    return _apply_fallback(graph, node, ctx, rep, f"{native_why}; not lowered: {refused}")
+    return _apply_fallback(
+        graph, node, ctx, rep, f"{native_why}; not lowered: {refused}"
+    )
 
 
 def _native_costlier(node: ir.Node, ctx: RewriteContext) -> str | None:
@@ -125,16 +158,23 @@ def _native_costlier(node: ir.Node, ctx: RewriteContext) -> str | None:
     from ...targets import get_target
 
     limit = get_target(ctx.target).cost_facts.get("cumsum_native_max_axis")
-    if limit is None or node.op_type != "CumSum" or len(node.inputs) < 2:
+    x = node.inputs[0] if node.inputs else None
+    if limit is None or x is None or node.op_type != "CumSum" or len(node.inputs) < 2:
         return None
-    shape, axis = static_shape(node.inputs[0]), const_array(node.inputs[1])
-    if shape is None or axis is None or not -len(shape) <= int(axis.reshape(-1)[0]) < len(shape):
+    shape, axis = static_shape(x), const_array(node.inputs[1])
+    if (
+        shape is None
+        or axis is None
+        or not -len(shape) <= int(axis.reshape(-1)[0]) < len(shape)
+    ):
         return None
     n = shape[int(axis.reshape(-1)[0]) % len(shape)]
     if n is None or n <= limit:
         return None
-    return (f"its kernel reads the whole prefix for every element (O(n²) along an axis of {n} > {limit}; "
-            "measured: docs/performance.md)")
+    return (
+        f"its kernel reads the whole prefix for every element (O(n²) along an axis of {n} > {limit}; "
+        "measured: docs/performance.md)"
+    )
 
 
 def _apply_fallback(graph, node, ctx, rep: NodeReport, why: str) -> NodeReport:
@@ -144,7 +184,12 @@ def _apply_fallback(graph, node, ctx, rep: NodeReport, why: str) -> NodeReport:
         rep.code = "no-fallback-kernel"
         return rep
     _replace(graph, node, rw)
-    rep.action, rep.reason, rep.emitted, rep.note = "fallback", why, [n.name for n in rw.nodes], rw.note
+    rep.action, rep.reason, rep.emitted, rep.note = (
+        "fallback",
+        why,
+        [n.name or "" for n in rw.nodes],
+        rw.note,
+    )
     return rep
 
 
@@ -169,9 +214,15 @@ def _replace(graph, node: ir.Node, rw) -> None:
         inits = getattr(graph, "initializers", None)
         if inits is not None and v.name in inits and v.is_initializer():
             del inits[v.name]
-        elif v.producer() is not None and v.producer().op_type == "Constant" and not v.producer().outputs[0].uses():
-            graph.remove(v.producer(), safe=True)
-    for n in [n for n in rw.nodes if n.op_type == "Constant" and not n.outputs[0].uses()]:
+        elif (
+            (producer := v.producer()) is not None
+            and producer.op_type == "Constant"
+            and not producer.outputs[0].uses()
+        ):
+            graph.remove(producer, safe=True)
+    for n in [
+        n for n in rw.nodes if n.op_type == "Constant" and not n.outputs[0].uses()
+    ]:
         graph.remove(n, safe=True)
 
 
@@ -184,7 +235,9 @@ def _decision(node: ir.Node, ctx: RewriteContext):
     for v in list(node.inputs) + list(node.outputs):
         if v is not None and v.name and v.type is not None and v.dtype is not None:
             types[v.name] = int(v.dtype)
-    return get_target(ctx.target).explain(proto, ctx.options.get("model_opsets", {"": ctx.opset}), types)
+    return get_target(ctx.target).explain(
+        proto, ctx.options.get("model_opsets", {"": ctx.opset}), types
+    )
 
 
 def _native(node: ir.Node, ctx: RewriteContext) -> tuple[bool, str]:
@@ -199,20 +252,33 @@ def _native(node: ir.Node, ctx: RewriteContext) -> tuple[bool, str]:
         provider = getattr(d, "provider", None)
         reason = getattr(d, "reason", "") or ""
         on_target = getattr(d, "on_target", provider == t.provider)
-        short = {"DmlExecutionProvider": "DML", "CUDAExecutionProvider": "CUDA", "CPUExecutionProvider": "CPU",
-                 "WebGpuExecutionProvider": "WebGPU"}
+        short = {
+            "DmlExecutionProvider": "DML",
+            "CUDAExecutionProvider": "CUDA",
+            "CPUExecutionProvider": "CPU",
+            "WebGpuExecutionProvider": "WebGPU",
+        }
         if on_target:
-            mismatch = _dml_scatter_shape_mismatch(node) if ctx.target == "dml" else None
+            mismatch = (
+                _dml_scatter_shape_mismatch(node) if ctx.target == "dml" else None
+            )
             if mismatch:
                 return False, mismatch
             if getattr(d, "fails_at_run", None):
                 return False, f"the {ctx.target} EP claims it but {d.fails_at_run}"
-            return True, f"the {ctx.target} EP has a kernel ({reason})" if reason else f"the {ctx.target} EP has a kernel"
+            return (
+                True,
+                f"the {ctx.target} EP has a kernel ({reason})"
+                if reason
+                else f"the {ctx.target} EP has a kernel",
+            )
         where = short.get(provider, "no EP") if provider else "no EP"
-        return False, f"not on {ctx.target}: runs on {where}" + (f" ({reason})" if reason else "")
+        return False, f"not on {ctx.target}: runs on {where}" + (
+            f" ({reason})" if reason else ""
+        )
     except UserError:
         raise
-    except Exception as exc:  # pragma: no cover - capability model missing or failing
+    except Exception as exc:  # noqa: BLE001  # pragma: no cover - capability model missing or failing
         return False, f"capability model unavailable ({type(exc).__name__}: {exc})"
 
 
@@ -232,6 +298,8 @@ def _dml_scatter_shape_mismatch(node: ir.Node) -> str | None:
     axis = node.attributes.get_int("axis", 0) % len(data) if data else 0
     for d, (a, b) in enumerate(zip(data, indices)):
         if d != axis and isinstance(a, int) and isinstance(b, int) and a != b:
-            return (f"the DML EP claims it but DirectML needs indices sized like data except on the axis "
-                    f"(dim {d}: indices {b}, data {a}); session creation would fail")
+            return (
+                f"the DML EP claims it but DirectML needs indices sized like data except on the axis "
+                f"(dim {d}: indices {b}, data {a}); session creation would fail"
+            )
     return None

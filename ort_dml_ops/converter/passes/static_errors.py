@@ -37,9 +37,15 @@ def _refuse_static_errors(model: ir.Model) -> None:
                 continue
             problem = _static_problem(node)
             if problem:
-                label = f"{node.op_type} node {node.name!r}" if node.name else f"a {node.op_type} node"
+                label = (
+                    f"{node.op_type} node {node.name!r}"
+                    if node.name
+                    else f"a {node.op_type} node"
+                )
                 at = "" if where == "main" else f" (in {where})"
-                raise UserError(f"{label}{at}: {problem}; the model is invalid, refused")
+                raise UserError(
+                    f"{label}{at}: {problem}; the model is invalid, refused"
+                )
 
 
 def _rank(v: ir.Value | None) -> int | None:
@@ -49,7 +55,7 @@ def _rank(v: ir.Value | None) -> int | None:
 def _type_name(dt: ir.DataType) -> str:
     try:
         return f"tensor({onnx.helper.tensor_dtype_to_np_dtype(int(dt)).name.replace('float32', 'float').replace('float64', 'double')})"
-    except Exception:  # pragma: no cover - types numpy does not know
+    except Exception:  # noqa: BLE001  # pragma: no cover - types numpy does not know
         return f"tensor(type {int(dt)})"
 
 
@@ -75,17 +81,26 @@ def _static_problem(node: ir.Node) -> str | None:
         return None
     data, indices, updates = (list(node.inputs) + [None, None, None])[:3]
     if op in _ELEMENTS_OPS:
-        a = node.attributes.get("axis")
-        a = 0 if a is None else int(a.value)
+        a = node.attributes.get_int("axis", 0)
         r = _rank(data)
         if r is not None and not -r <= a < r:
             return f"axis {a} is out of range for rank {r} (valid: [{-r}, {r - 1}])"
         di, du = known_dims(indices), known_dims(updates)
-        if di is not None and du is not None and (
-                len(di) != len(du) or any(i is not None and u is not None and i != u for i, u in zip(di, du))):
+        if (
+            di is not None
+            and du is not None
+            and (
+                len(di) != len(du)
+                or any(
+                    i is not None and u is not None and i != u for i, u in zip(di, du)
+                )
+            )
+        ):
             return f"indices dimensions {_show(di)} and updates dimensions {_show(du)} differ (they must be equal)"
         if di is not None and r is not None and len(di) != r:
-            return f"indices have rank {len(di)}, the data rank {r} (they must be equal)"
+            return (
+                f"indices have rank {len(di)}, the data rank {r} (they must be equal)"
+            )
     elif op == "ScatterND":
         dd, di, du = known_dims(data), known_dims(indices), known_dims(updates)
         if dd is None or di is None or du is None or not di or di[-1] is None:
@@ -94,8 +109,10 @@ def _static_problem(node: ir.Node) -> str | None:
         if q > len(dd):
             return f"indices' last dimension {q} is larger than the data rank {len(dd)}"
         want = di[:-1] + dd[q:]
-        if len(want) != len(du) or any(w is not None and u is not None and w != u for w, u in zip(want, du)):
-            return (f"updates dimensions {_show(du)} differ from indices.shape[:-1] + data.shape[{q}:] = {_show(want)}")
+        if len(want) != len(du) or any(
+            w is not None and u is not None and w != u for w, u in zip(want, du)
+        ):
+            return f"updates dimensions {_show(du)} differ from indices.shape[:-1] + data.shape[{q}:] = {_show(want)}"
     return None
 
 

@@ -17,11 +17,31 @@ from .scatter import ScatterLowering
 
 #: (domain, op_type) of every node convert() considers
 FAMILY_OPS = {
-    ("", "CumSum"), ("", "CumProd"), ("", "ScatterElements"), ("", "ScatterND"), ("", "Scatter"),
-    (DOMAIN, "CumSum"), (DOMAIN, "CumProd"), (DOMAIN, "ScatterElements"),
+    ("", "CumSum"),
+    ("", "CumProd"),
+    ("", "ScatterElements"),
+    ("", "ScatterND"),
+    ("", "Scatter"),
+    (DOMAIN, "CumSum"),
+    (DOMAIN, "CumProd"),
+    (DOMAIN, "ScatterElements"),
 }
 
 #: tried in order; the first whose check passes rewrites the node
-RULES: tuple[Rule, ...] = (CumProdToOnnx(), CumProdLowering(), CumSumCast(), CumSumScan(), ScatterLowering())
+RULES: tuple[Rule, ...] = (
+    CumProdToOnnx(),
+    CumProdLowering(),
+    CumSumCast(),
+    CumSumScan(),
+    ScatterLowering(),
+)
 
-__all__ = ["Emitter", "FAMILY_OPS", "RULES", "Refusal", "Rewrite", "RewriteContext", "Rule"]
+__all__ = [
+    "FAMILY_OPS",
+    "RULES",
+    "Emitter",
+    "Refusal",
+    "Rewrite",
+    "RewriteContext",
+    "Rule",
+]

@@ -16,10 +16,20 @@ from ._base import Emitter, Refusal, Rewrite, RewriteContext, Rule
 
 #: source dtype -> (compute dtype, precision consequence)
 CASTS = {
-    ir.DataType.DOUBLE: (ir.DataType.FLOAT, "float64 summed in float32: inputs rounded to float32 (rel. 2^-24) and "
-                         "accumulation error up to n*2^-24*sum|x| instead of n*2^-53*sum|x|"),
-    ir.DataType.BFLOAT16: (ir.DataType.FLOAT, "bfloat16 summed in float32, result rounded once to bfloat16 "
-                           "(more precise than a bfloat16 accumulation)"),
+    ir.DataType.DOUBLE: (
+        ir.DataType.FLOAT,
+        (
+            "float64 summed in float32: inputs rounded to float32 (rel. 2^-24) and "
+            "accumulation error up to n*2^-24*sum|x| instead of n*2^-53*sum|x|"
+        ),
+    ),
+    ir.DataType.BFLOAT16: (
+        ir.DataType.FLOAT,
+        (
+            "bfloat16 summed in float32, result rounded once to bfloat16 "
+            "(more precise than a bfloat16 accumulation)"
+        ),
+    ),
 }
 
 
@@ -35,13 +45,20 @@ class CumSumCast(Rule):
         if x is None or x.type is None:
             return Refusal("dtype-unknown", "the input element type is unknown")
         if x.dtype not in CASTS:
-            return Refusal("no-cast-needed", f"{x.dtype.name} CumSum needs no cast")
+            name = x.dtype.name if x.dtype is not None else "unknown"
+            return Refusal("no-cast-needed", f"{name} CumSum needs no cast")
         return None
 
     def rewrite(self, node: ir.Node, ctx: RewriteContext) -> Rewrite:
         x = node.inputs[0]
-        to, note = CASTS[x.dtype]
+        assert x is not None and x.dtype is not None  # check() passed
+        source = x.dtype
+        to, note = CASTS[source]
         e = Emitter(ctx, node.name or "CumSum")
-        attrs = {k: int(a.value) for k, a in node.attributes.items() if k in ("exclusive", "reverse")}
+        attrs: dict = {
+            k: int(a.value)
+            for k, a in node.attributes.items()
+            if k in ("exclusive", "reverse")
+        }
         y = e.op("CumSum", e.cast(x, to), node.inputs[1], dtype=to, **attrs)
-        return e.done([e.cast(y, x.dtype)], note)
+        return e.done([e.cast(y, source)], note)

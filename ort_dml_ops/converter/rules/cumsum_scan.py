@@ -48,11 +48,8 @@ class CumSumScan(Rule):
 
     def check(self, node: ir.Node, ctx: RewriteContext) -> Refusal | None:
         x = node.inputs[0]
-        if (
-            len(node.inputs) < 2
-            or node.inputs[1] is None
-            or const_array(node.inputs[1]) is None
-        ):
+        axis_value = const_array(node.inputs[1]) if len(node.inputs) > 1 else None
+        if x is None or axis_value is None:
             return Refusal(
                 "axis-not-constant",
                 "the axis input is not a constant; the scan is laid out at convert time",
@@ -61,18 +58,27 @@ class CumSumScan(Rule):
         if shape is None:
             return Refusal("rank-unknown", "the rank of the input is unknown")
         if x.dtype not in SUPPORTED:
-            return Refusal("dtype-unsupported", f"no exact device scan for element type {x.dtype.name if x.dtype else 'unknown'}")
-        axis = int(const_array(node.inputs[1]).reshape(-1)[0])
+            return Refusal(
+                "dtype-unsupported",
+                f"no exact device scan for element type {x.dtype.name if x.dtype else 'unknown'}",
+            )
+        axis = int(axis_value.reshape(-1)[0])
         if not -len(shape) <= axis < len(shape):
-            return Refusal("axis-out-of-range", f"axis {axis} is out of range for rank {len(shape)}")
+            return Refusal(
+                "axis-out-of-range",
+                f"axis {axis} is out of range for rank {len(shape)}",
+            )
         if shape[axis % len(shape)] is None:
             return Refusal("axis-length-symbolic", "the axis length is symbolic")
         return None
 
     def rewrite(self, node: ir.Node, ctx: RewriteContext) -> Rewrite:
         x = node.inputs[0]
+        assert x is not None and x.dtype is not None  # check() passed
         shape = static_shape(x)
-        axis = int(const_array(node.inputs[1]).reshape(-1)[0]) % len(shape)
+        axis_value = const_array(node.inputs[1])
+        assert shape is not None and axis_value is not None  # check() passed
+        axis = int(axis_value.reshape(-1)[0]) % len(shape)
         width = ctx.options.get("max_io_width")
         e = Emitter(ctx, node.name or "CumSum")
         y = scan_static(
