@@ -10,8 +10,8 @@ from onnxscript.rewriter import pattern
 
 from ._domain import DOMAIN
 from .errors import UserError
-from .lowering.cumprod_native import cpu_has_cumprod
-from .lowering.cumsum_cast import CASTS
+from .converter.rules.cumprod_native import cpu_has_cumprod
+from .converter.rules.cumsum_cast import CASTS
 
 #: the EPs whose CumSum kernels lack float64 / bfloat16 (targets of convert's cumsum-cast rule)
 CAST_TARGETS = ("dml", "cuda")
@@ -40,7 +40,7 @@ class _Rule(pattern.RewriteRuleClassBase):
 
 
 class CumSumCast(_Rule):
-    """CumSum(x: float64 | bfloat16) -> Cast(CumSum(Cast(x, float32)), back) (lowering/cumsum_cast.py)."""
+    """CumSum(x: float64 | bfloat16) -> Cast(CumSum(Cast(x, float32)), back) (converter/rules/cumsum_cast.py)."""
 
     def pattern(self, op, x, axis):
         return op.CumSum(x, axis, _allow_other_attributes=True)
@@ -56,7 +56,7 @@ class CumSumCast(_Rule):
 
 
 class CumProdToOnnx26(_Rule):
-    """DOMAIN::CumProd -> ONNX CumProd-26 (lowering/cumprod_native.py): only where the model imports ai.onnx >= 26
+    """DOMAIN::CumProd -> ONNX CumProd-26 (converter/rules/cumprod_native.py): only where the model imports ai.onnx >= 26
     and the installed ONNX Runtime has the CPU kernel."""
 
     def pattern(self, op, x, axis):

@@ -28,7 +28,7 @@ from olive.passes import Pass
 from olive.passes.onnx.common import get_external_data_config, ir_model_to_olive_model
 from olive.passes.pass_config import BasePassConfig, PassConfigParam
 
-from .conversion import STRATEGIES, TARGETS
+from .converter.pipeline import STRATEGIES, TARGETS
 from .passes import ConvertPass
 
 PASS_TYPE = "OrtDmlOpsConvert"

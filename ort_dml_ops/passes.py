@@ -32,23 +32,11 @@ __all__ = ["ConvertPass", "convert_model_in_place", "rewrite_rules"]
 def convert_model_in_place(
     model: ir.Model, target: str = "dml", strategy: str = "auto", **options
 ):
-    """Convert `model` (an onnx_ir Model) in place; returns the ConvertReport.
+    """Convert `model` (an onnx_ir Model) in place; returns the ConvertReport
+    (`ort_dml_ops.converter.convert_model`)."""
+    from .converter import convert_model
 
-    The one place that adapts `ort_dml_ops.convert` (ModelProto in, ModelProto out) to onnx-ir:
-    a serde round trip whose result replaces the model's graph and functions.
-    """
-    from .conversion import convert
-
-    result = convert(
-        ir.serde.serialize_model(model), target, strategy=strategy, **options
-    )
-    if result.report.changed:
-        new = ir.serde.deserialize_model(result.model)
-        model.graph = new.graph
-        model.functions.clear()
-        model.functions.update(new.functions)
-        model.ir_version = new.ir_version
-    return result.report
+    return convert_model(model, target, strategy=strategy, **options)
 
 
 class ConvertPass(InPlacePass):
@@ -60,7 +48,7 @@ class ConvertPass(InPlacePass):
     """
 
     def __init__(self, target: str = "dml", strategy: str = "auto", **options) -> None:
-        from .conversion import STRATEGIES, TARGETS
+        from .converter.pipeline import STRATEGIES, TARGETS
 
         if (
             target not in TARGETS or strategy not in STRATEGIES

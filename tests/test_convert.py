@@ -14,8 +14,8 @@ from ort_dml_ops import DOMAIN
 from ort_dml_ops.conversion import convert
 from ort_dml_ops.errors import UserError
 
-from .lowering._util import op_types, run_cpu, single_op
-from .lowering.test_cumprod import ref_cumprod
+from .converter.rules._util import op_types, run_cpu, single_op
+from .converter.rules.test_cumprod import ref_cumprod
 
 
 def cumprod_model(opset=17, dtype=np.float32, shape=(3, 40)):

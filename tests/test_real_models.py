@@ -44,7 +44,7 @@ EXPORTER_WRONG = {
 #: today: {(model, strategy): {original node name: (op, convert's action, why it was not lowered)}}.
 #: Empty: the last two (TorchScript's scatter_reduce exports, whose scatter inputs sit behind
 #: `If(rank == 0)`) reach the GPU since convert folds an If its declared shapes decide
-#: (ort_dml_ops/lowering/fold_if.py).
+#: (ort_dml_ops/converter/rules/fold_if.py).
 KNOWN_CPU_FAMILY_NODES: dict = {}
 
 #: strategy auto: models whose converted form uses the Python fallback (no longer loads in plain

@@ -1,6 +1,6 @@
 """A prototype CumProd construction for the lowering owner, measured by `bench --proto`.
 
-Not used by `convert` (ort_dml_ops/lowering/cumprod.py is the rule). Inclusive, forward,
+Not used by `convert` (ort_dml_ops/converter/rules/cumprod.py is the rule). Inclusive, forward,
 static shape, scan axis with inner size >= 16 (the layout the current rule does not transpose).
 
 The current rule (docs/convert.md): within-block chains first, then the block totals' exclusive

@@ -109,6 +109,9 @@ def table(result: dict) -> str:
         if "convert_native/baseline" in conv:
             lines.append(f"convert --strategy native (nothing rewritten) of the same model: {ms['convert_save_native']:.0f} ms"
                          f" = {conv['convert_native/baseline']}x")
+    from .convert_floor import table_lines
+
+    lines += table_lines(result.get("convert_floor"), result.get("convert_memory"))
     for r in result.get("cumprod_proto", []):
         lines.append(f"CumProd prototype {r['shape']} axis {r['axis']}: native {r['ms']['native']} ms, lowered "
                      f"{r['lowered/native']}x, prototype {r['proto/native']}x ({r['nodes']['proto']} nodes)")

@@ -111,6 +111,14 @@ def run(config: Config, progress=None) -> dict:
         from .convert_cost import run_convert_cost
 
         result["convert"] = run_convert_cost(config.nodes, strategy=config.convert_strategy, reps=config.convert_reps)
+    if config.nodes:  # issue 14: the CLI in fresh processes vs load + full check + save
+        from .convert_floor import run_convert_floor
+
+        result["convert_floor"] = run_convert_floor(config.nodes, reps=config.convert_reps)
+    if config.memory:  # issue 14: convert's peak with one large initializer (1 GiB with --full)
+        from .convert_floor import run_convert_memory
+
+        result["convert_memory"] = run_convert_memory(1 << 30 if config.mode == "full" else 1 << 28)
     result["verdicts"] = verdicts(result)
     meta["elapsed_s"] = round(time.perf_counter() - t0, 1)
     return result

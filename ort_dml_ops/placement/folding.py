@@ -162,7 +162,8 @@ def fold(graph: Graph, types: dict, shapes: dict, opsets: dict, has_cpu_kernel) 
             )
             shapes[node.outputs[0]] = tuple(value.shape)
             prod = graph.producers()
-            cons = graph.consumers()
+            # a snapshot: the removals below keep the graph's map current in place
+            cons = dict(graph.consumers())
             inputs = [prod[x] for x in node.inputs if x in prod]
             graph.remove(
                 node,

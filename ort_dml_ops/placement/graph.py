@@ -10,6 +10,7 @@ common-subexpression elimination keeps and in which order the CPU-preferred pass
 
 from __future__ import annotations
 
+import bisect
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -87,6 +88,7 @@ class Graph:
         self._topo = (-1, [])
         self._producers: tuple = (-1, {})
         self._consumers: tuple = (-1, {})
+        self._positions: dict = {}
         # Graph::name_generator_ and the names it generated (GenerateNodeName/GenerateNodeArgName)
         self._name_counter = 0
         self._generated_nodes: set = set()
@@ -101,7 +103,9 @@ class Graph:
 
     def consumers(self) -> dict:
         """value -> the nodes reading it, implicit subgraph reads included (cached per graph
-        version, as the rules ask for it node after node: treat as read-only)."""
+        version, as the rules ask for it node after node: treat as read-only). `remove` and
+        `replace_uses` keep the map current in place, giving each changed entry a new list:
+        `dict(graph.consumers())` is a snapshot that later edits leave alone."""
         if self._consumers[0] != self.version:
             out: dict = {}
             for n in self.nodes:
@@ -157,18 +161,74 @@ class Graph:
         self.touch()
 
     def remove(self, node: Node, step: str, reason: str) -> None:
+        cons = self._valid_consumers()
         self.nodes.remove(node)
         node.dead = True
         self.touch()
         self.removed[node] = (step, reason)
+        # keep the consumers map: the passes remove node after node
+        if cons is not None:
+            self._drop_consumer(cons, node)
 
     def replace_uses(self, old: str, new: str) -> None:
+        """Every read of `old` (subgraphs' outer reads included) reads `new` instead.
+
+        Only the readers of `old` are visited, and the consumers map is kept up to date: a pass
+        that bypasses node after node would otherwise rescan the graph per node (quadratic
+        along a chain; measured in docs/performance.md)."""
+        cons = self.consumers()
+        readers = list(dict.fromkeys(cons.get(old, ())))
         self.touch()
-        for n in self.nodes:
+        for n in readers:
             n.inputs = [new if x == old else x for x in n.inputs]
             for _, sg in n.subgraphs:
                 sg.replace_outer_uses(old, new)
         self.outputs = [new if x == old else x for x in self.outputs]
+        self._move_consumers(cons, old, new, readers)
+
+    def _position(self, node: Node) -> int:
+        """Where `node` stands in `nodes` relative to the others (removals keep the relative
+        order, additions append: the map is rebuilt only when it meets a node it lacks)."""
+        at = self._positions.get(node)
+        if at is None:
+            self._positions = {n: i for i, n in enumerate(self.nodes)}
+            at = self._positions[node]
+        return at
+
+    def _valid_consumers(self) -> dict | None:
+        return self._consumers[1] if self._consumers[0] == self.version else None
+
+    def _drop_consumer(self, cons: dict, node: Node) -> None:
+        """`node` left the graph: it reads nothing any more (the map stays current)."""
+        read = [v for v in list(node.inputs) + implicit_inputs(node) if v]
+        for x in dict.fromkeys(read):
+            # a new list: see consumers()
+            readers = [m for m in cons.get(x, ()) if m is not node]
+            if readers:
+                cons[x] = readers
+            else:
+                cons.pop(x, None)
+        self._consumers = (self.version, cons)
+
+    def _move_consumers(self, cons: dict, old: str, new: str, moved: list) -> None:
+        """The `moved` nodes read `new` where they read `old`: each enters new's readers at its
+        place in node order, once per way it reads it (as consumers() lists them)."""
+        cons.pop(old, None)
+        # a subgraph that defines `old` itself still reads the outer one
+        for n in moved:
+            for _ in range(int(old in n.inputs) + int(old in implicit_inputs(n))):
+                cons.setdefault(old, []).append(n)
+        leaving = set(moved)
+        # a new list: see consumers()
+        readers = [m for m in cons.get(new, ()) if m not in leaving]
+        for n in moved:
+            for _ in range(int(new in n.inputs) + int(new in implicit_inputs(n))):
+                bisect.insort(readers, n, key=self._position)
+        if readers:
+            cons[new] = readers
+        else:
+            cons.pop(new, None)
+        self._consumers = (self.version, cons)
 
     def replace_outer_uses(self, old: str, new: str) -> None:
         if (

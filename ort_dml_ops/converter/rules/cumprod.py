@@ -38,10 +38,11 @@ import math
 import numpy as np
 import onnx_ir as ir
 
-from .._domain import DOMAIN
+from ..._domain import DOMAIN
 from . import sizes
 from ._base import (
     Emitter,
+    Refusal,
     Rewrite,
     RewriteContext,
     Rule,
@@ -85,22 +86,22 @@ class CumProdLowering(Rule):
     name = "cumprod-scan"
     ops = ((DOMAIN, "CumProd"), ("", "CumProd"))
 
-    def check(self, node: ir.Node, ctx: RewriteContext) -> str | None:
+    def check(self, node: ir.Node, ctx: RewriteContext) -> Refusal | None:
         x = node.inputs[0]
         if len(node.inputs) < 2 or node.inputs[1] is None:
-            return "CumProd has no axis input"
+            return Refusal("no-axis", "CumProd has no axis input")
         if const_array(node.inputs[1]) is None:
-            return "the axis input is not a constant; the scan is laid out at convert time"
+            return Refusal("axis-not-constant", "the axis input is not a constant; the scan is laid out at convert time")
         shape = static_shape(x)
         if shape is None:
-            return "the rank of the input is unknown (run shape inference or give input shapes)"
+            return Refusal("rank-unknown", "the rank of the input is unknown (run shape inference or give input shapes)")
         if x.dtype not in SUPPORTED:
-            return f"no Mul for element type {x.dtype.name if x.dtype else 'unknown'}"
+            return Refusal("dtype-unsupported", f"no Mul for element type {x.dtype.name if x.dtype else 'unknown'}")
         axis = int(const_array(node.inputs[1]).reshape(-1)[0])
         if not -len(shape) <= axis < len(shape):
-            return f"axis {axis} is out of range for rank {len(shape)}"
+            return Refusal("axis-out-of-range", f"axis {axis} is out of range for rank {len(shape)}")
         if ctx.opset < 11:
-            return f"opset {ctx.opset} < 11"
+            return Refusal("opset-too-old", f"opset {ctx.opset} < 11")
         return None
 
     def rewrite(self, node: ir.Node, ctx: RewriteContext) -> Rewrite:

@@ -14,11 +14,13 @@ other node refuses the change, and the report names it and why.
 
 from __future__ import annotations
 
+from typing import Any
+
 import onnx
 from onnx import defs
 
-from .._domain import DOMAIN, DOMAIN_VERSION
-from ..modelio import without_external_data
+from ..._domain import DOMAIN, DOMAIN_VERSION
+from ...modelio import without_external_data
 
 #: newest ai.onnx opset whose kernels the DML EP registers
 DML_MAX_OPSET = 21
@@ -27,32 +29,45 @@ DML_MAX_OPSET = 21
 def _schema(op: str, version: int):
     try:
         return defs.get_schema(op, version, "")
-    except Exception:
+    except Exception:  # noqa: BLE001 - onnx raises SchemaError or others: no schema
         return None
 
 
 def _sig(schema) -> tuple:
-    attrs = tuple(sorted((name, a.default_value.SerializeToString()) for name, a in schema.attributes.items()))
+    attrs = tuple(
+        sorted(
+            (name, a.default_value.SerializeToString())
+            for name, a in schema.attributes.items()
+        )
+    )
     ins = tuple((i.name, i.option) for i in schema.inputs)
     outs = tuple((o.name, o.option) for o in schema.outputs)
     return ins, outs, attrs
 
 
 def _allowed_types(schema) -> dict[str, set[str]]:
-    return {tc.type_param_str: set(tc.allowed_type_strs) for tc in schema.type_constraints}
+    return {
+        tc.type_param_str: set(tc.allowed_type_strs) for tc in schema.type_constraints
+    }
 
 
 def _type_strs(graph: onnx.GraphProto) -> dict[str, str]:
     out = {}
     for vi in list(graph.input) + list(graph.output) + list(graph.value_info):
         if vi.type.HasField("tensor_type") and vi.type.tensor_type.elem_type:
-            out[vi.name] = f"tensor({onnx.helper.tensor_dtype_to_string(vi.type.tensor_type.elem_type).split('.')[-1].lower()})"
+            out[vi.name] = (
+                f"tensor({onnx.helper.tensor_dtype_to_string(vi.type.tensor_type.elem_type).split('.')[-1].lower()})"
+            )
     for init in graph.initializer:
-        out[init.name] = f"tensor({onnx.helper.tensor_dtype_to_string(init.data_type).split('.')[-1].lower()})"
+        out[init.name] = (
+            f"tensor({onnx.helper.tensor_dtype_to_string(init.data_type).split('.')[-1].lower()})"
+        )
     return out
 
 
-def check_node(node: onnx.NodeProto, src: int, dst: int, types: dict[str, str]) -> str | None:
+def check_node(
+    node: onnx.NodeProto, src: int, dst: int, types: dict[str, str]
+) -> str | None:
     """None when `node` means the same at opset `dst` as at `src`, else the reason."""
     new = _schema(node.op_type, src)
     if new is None:
@@ -90,17 +105,31 @@ def _nodes(graph: onnx.GraphProto):
 
 def plan(model: onnx.ModelProto, target: str, strategy: str) -> dict:
     """Bring the model to opset 21 for the DML target when needed; returns the report part."""
-    src = next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), 0)
-    info = {"from": src, "to": src, "changed": False, "reason": "", "model": model}
+    src = next(
+        (o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), 0
+    )
+    info: dict[str, Any] = {
+        "from": src,
+        "to": src,
+        "changed": False,
+        "reason": "",
+        "model": model,
+    }
     if target != "dml" or src <= DML_MAX_OPSET:
         return info
     if strategy == "native":
-        info["reason"] = (f"strategy native keeps opset {src}; the DML EP registers nothing past {DML_MAX_OPSET}"
-                          + ("; onnxruntime-directml 1.24.4 cannot load opset 26" if src >= 26 else ""))
+        info["reason"] = (
+            f"strategy native keeps opset {src}; the DML EP registers nothing past {DML_MAX_OPSET}"
+            + (
+                "; onnxruntime-directml 1.24.4 cannot load opset 26"
+                if src >= 26
+                else ""
+            )
+        )
         return info
     try:  # only element types are read below: no weights, no data propagation (memory: docs/robustness.md)
         inferred = onnx.shape_inference.infer_shapes(without_external_data(model))
-    except Exception:
+    except Exception:  # noqa: BLE001 - inference that fails: the types as written
         inferred = model
     graphs = [inferred.graph] + []
     types = {}
@@ -116,17 +145,26 @@ def plan(model: onnx.ModelProto, target: str, strategy: str) -> dict:
             continue
         why = check_node(node, src, DML_MAX_OPSET, types)
         if why:
-            blockers.append(f"node {node.name or node.op_type!r} ({node.op_type}): {why}")
+            blockers.append(
+                f"node {node.name or node.op_type!r} ({node.op_type}): {why}"
+            )
     for f in model.functions:
-        fsrc = next((o.version for o in f.opset_import if o.domain in ("", "ai.onnx")), src)
+        fsrc = next(
+            (o.version for o in f.opset_import if o.domain in ("", "ai.onnx")), src
+        )
         for node in f.node:
             if node.domain in ("", "ai.onnx") and node.op_type != "CumProd":
                 why = check_node(node, fsrc, DML_MAX_OPSET, {})
                 if why and "unknown" not in why:
-                    blockers.append(f"function {f.name} node {node.name or node.op_type!r}: {why}")
+                    blockers.append(
+                        f"function {f.name} node {node.name or node.op_type!r}: {why}"
+                    )
     del graphs
     if blockers:
-        info["reason"] = f"kept opset {src}: cannot move to {DML_MAX_OPSET} exactly: " + "; ".join(blockers[:5])
+        info["reason"] = (
+            f"kept opset {src}: cannot move to {DML_MAX_OPSET} exactly: "
+            + "; ".join(blockers[:5])
+        )
         if len(blockers) > 5:
             info["reason"] += f"; and {len(blockers) - 5} more"
         info["blockers"] = blockers
@@ -147,15 +185,24 @@ def plan(model: onnx.ModelProto, target: str, strategy: str) -> dict:
         for o in f.opset_import:
             if o.domain in ("", "ai.onnx") and o.version > DML_MAX_OPSET:
                 o.version = DML_MAX_OPSET
-        if cumprods or any(n.domain == DOMAIN for n in f.node):
-            if not any(o.domain == DOMAIN for o in f.opset_import):
-                f.opset_import.add(domain=DOMAIN, version=DOMAIN_VERSION)
+        if (cumprods or any(n.domain == DOMAIN for n in f.node)) and not any(
+            o.domain == DOMAIN for o in f.opset_import
+        ):
+            f.opset_import.add(domain=DOMAIN, version=DOMAIN_VERSION)
     for o in out.opset_import:
         if o.domain in ("", "ai.onnx"):
             o.version = DML_MAX_OPSET
     if cumprods and not any(o.domain == DOMAIN for o in out.opset_import):
         out.opset_import.add(domain=DOMAIN, version=DOMAIN_VERSION)
-    info.update(model=out, to=DML_MAX_OPSET, changed=True,
-                reason=f"opset {src} -> {DML_MAX_OPSET}: every node checked against its opset-{DML_MAX_OPSET} schema"
-                + (f"; {cumprods} ONNX CumProd-26 node(s) -> {DOMAIN}::CumProd (same semantics)" if cumprods else ""))
+    info.update(
+        model=out,
+        to=DML_MAX_OPSET,
+        changed=True,
+        reason=f"opset {src} -> {DML_MAX_OPSET}: every node checked against its opset-{DML_MAX_OPSET} schema"
+        + (
+            f"; {cumprods} ONNX CumProd-26 node(s) -> {DOMAIN}::CumProd (same semantics)"
+            if cumprods
+            else ""
+        ),
+    )
     return info

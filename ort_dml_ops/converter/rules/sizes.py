@@ -45,7 +45,7 @@ def shape_tensor(e: Emitter, v: ir.Value) -> ir.Value:
     """v's whole shape as a 1-D int64 tensor (an initializer when static)."""
     shape = v.shape
     if shape is not None and all(isinstance(d, int) for d in shape):
-        return e.i64([int(d) for d in shape])
+        return e.i64([d for d in shape if isinstance(d, int)])
     return _shape_node(e, v)
 
 
@@ -57,11 +57,15 @@ def _shape_node(e: Emitter, v: ir.Value) -> ir.Value:
     first in its topological order; `inspect` models that choice (placement/cse.py)."""
     graph, anchor = e.ctx.graph, e.ctx.anchor
     if isinstance(graph, ir.Graph) and anchor is not None and anchor.graph is graph:
-        at = graph.index(anchor)
         for use in v.uses():
             n = use.node if hasattr(use, "node") else use[0]
-            if (n.op_type == "Shape" and n.domain in ("", "ai.onnx") and not n.attributes
-                    and n.graph is graph and graph.index(n) < at):
+            if (
+                n.op_type == "Shape"
+                and n.domain in ("", "ai.onnx")
+                and not n.attributes
+                and n.graph is graph
+                and e.ctx.precedes(n, anchor)
+            ):
                 return n.outputs[0]
     return e.op("Shape", v, start=0 if e.opset >= 15 else None)
 
@@ -122,11 +126,18 @@ def upper_bound(s: Size, default: int) -> int:
     return s if isinstance(s, int) else default
 
 
-def iota(e: Emitter, n: Size, dtype=np.int64, start: Size = 0, step: Size = 1) -> ir.Value:
+def iota(
+    e: Emitter, n: Size, dtype=np.int64, start: Size = 0, step: Size = 1
+) -> ir.Value:
     """[start, start+step, …] of n elements as a Range (the DML EP runs Range on the GPU with its
     three scalar inputs in CPU memory, which is where these sizes live)."""
     limit = add(e, start, mul(e, n, step))
-    return e.op("Range", scalar(e, start, dtype), scalar(e, limit, dtype), scalar(e, step, dtype))
+    return e.op(
+        "Range",
+        scalar(e, start, dtype),
+        scalar(e, limit, dtype),
+        scalar(e, step, dtype),
+    )
 
 
 def scalar(e: Emitter, s: Size, dtype=np.int64) -> ir.Value:

@@ -1,7 +1,7 @@
 """What every rewrite rule shares: the rule interface, its outcome, and a node emitter.
 
 A rule looks at one node (`match`), decides whether it can rewrite it here (`check`, which
-returns a reason when it cannot) and emits replacement nodes (`rewrite`). The emitter builds
+returns a `Refusal` — code and message — when it cannot) and emits replacement nodes (`rewrite`). The emitter builds
 onnx-ir nodes with names unique in the whole model and spells version-dependent operators
 (Split, Pad, Slice, Unsqueeze, Reduce*) the way the graph's opset wants them.
 """
@@ -9,19 +9,34 @@ onnx-ir nodes with names unique in the whole model and spells version-dependent 
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 import onnx_ir as ir
 
-from .._domain import DOMAIN
+from ..._domain import DOMAIN
 
 #: Oldest ai.onnx opset the rules emit for (CumSum and ScatterElements start at 11).
 MIN_OPSET = 11
 
 
-class RuleRefused(Exception):
-    """A rule cannot rewrite this node; the message is the reason shown in the report."""
+@dataclasses.dataclass(frozen=True)
+class Refusal:
+    """Why a rule does not rewrite a node: a stable `code` for programs (the report JSON
+    carries it) and a `message` for people (the report's reason text)."""
+
+    #: kebab-case, stable across releases: rank-unknown, axis-not-constant,
+    #: axis-out-of-range, axis-length-symbolic, dtype-unknown, dtype-unsupported,
+    #: opset-too-old, no-cast-needed, no-runtime-kernel, missing-inputs, ...
+    code: str
+    message: str
+
+    def __str__(self) -> str:
+        return self.message
+
+    def to_dict(self) -> dict:
+        return {"code": self.code, "message": self.message}
 
 
 @dataclasses.dataclass
@@ -30,13 +45,34 @@ class RewriteContext:
 
     opset: int  # ai.onnx opset of the graph (or function) holding the node
     target: str = "dml"
-    names: set[str] = dataclasses.field(default_factory=set)  # every node and value name in use
+    names: set[str] = dataclasses.field(
+        default_factory=set
+    )  # every node and value name in use
     #: lowered scatters fail at run time on an out-of-range index (as ORT's kernel does)
     check_indices: bool = True
     #: per (domain, op_type, version): does the target EP run it natively (set by conversion)
     options: dict[str, Any] = dataclasses.field(default_factory=dict)
-    graph: Any = None  # the ir.Graph / ir.Function the node lives in (initializers go there)
-    anchor: Any = None  # the node being rewritten (its replacement is inserted before it)
+    graph: Any = (
+        None  # the ir.Graph / ir.Function the node lives in (initializers go there)
+    )
+    anchor: Any = (
+        None  # the node being rewritten (its replacement is inserted before it)
+    )
+    #: each node of `graph` to its position when the rewrites of the graph began (graph.index()
+    #: walks the linked list: asking it per rewrite made convert quadratic along a chain)
+    positions: dict[Any, int] = dataclasses.field(default_factory=dict)
+
+    def precedes(self, node: ir.Node, anchor: ir.Node) -> bool:
+        """Does `node` (in `graph`) run before `anchor`? Rewrites go in graph order and insert
+        their nodes before the node they replace, so a node without a position (emitted for an
+        earlier node) precedes every node still to be rewritten."""
+        if not self.positions and self.graph is not None:
+            self.positions = {n: i for i, n in enumerate(self.graph)}
+        at = self.positions.get(anchor)
+        if at is None:  # pragma: no cover - an anchor is always an original node
+            return False
+        pos = self.positions.get(node)
+        return pos is None or pos < at
 
     def unique(self, hint: str) -> str:
         hint = hint or "n"
@@ -63,7 +99,9 @@ class Rule:
     name: str = "rule"
     #: (domain, op_type) pairs the rule applies to; domain "" is ai.onnx.
     ops: tuple[tuple[str, str], ...] = ()
-    action: str = "lowered"  # what the report calls it: lowered / cast / fallback / native
+    action: str = (
+        "lowered"  # what the report calls it: lowered / cast / fallback / native
+    )
     targets: tuple[str, ...] = ("dml", "cuda", "webgpu", "cpu")
     summary: str = ""  # one line for the report
 
@@ -71,20 +109,25 @@ class Rule:
         return target in self.targets
 
     def describe(self) -> str:
-        return f"{self.action} by rule {self.name}" + (f" ({self.summary})" if self.summary else "")
+        return f"{self.action} by rule {self.name}" + (
+            f" ({self.summary})" if self.summary else ""
+        )
 
     def match(self, node: ir.Node) -> bool:
-        return (_dom(node.domain), node.op_type) in self.ops
+        return (onnx_domain(node.domain), node.op_type) in self.ops
 
-    def check(self, node: ir.Node, ctx: RewriteContext) -> str | None:
-        """None when the rule can rewrite `node`, else the reason it cannot."""
+    def check(self, node: ir.Node, ctx: RewriteContext) -> Refusal | None:
+        """None when the rule can rewrite `node`, else why it cannot."""
         return None
 
-    def rewrite(self, node: ir.Node, ctx: RewriteContext) -> Rewrite:  # pragma: no cover
+    def rewrite(
+        self, node: ir.Node, ctx: RewriteContext
+    ) -> Rewrite:  # pragma: no cover
         raise NotImplementedError
 
 
-def _dom(domain: str) -> str:
+def onnx_domain(domain: str) -> str:
+    """The domain as the rules' tables spell it: "" for ai.onnx however it is written."""
     return "" if domain in ("", "ai.onnx") else domain
 
 
@@ -110,15 +153,21 @@ def const_array(value: ir.Value | None) -> np.ndarray | None:
     if value is None:
         return None
     t = value.const_value
-    if t is None and value.producer() is not None and value.producer().op_type == "Constant" and _dom(value.producer().domain) == "":
-        attr = value.producer().attributes.get("value")
+    producer = value.producer()
+    if (
+        t is None
+        and producer is not None
+        and producer.op_type == "Constant"
+        and onnx_domain(producer.domain) == ""
+    ):
+        attr = producer.attributes.get("value")
         if attr is not None:
             t = attr.value
     if t is None:
         return None
     try:
         return t.numpy()
-    except Exception:  # pragma: no cover - external data not loaded, etc.
+    except Exception:  # noqa: BLE001  # pragma: no cover - external data not loaded, etc.
         return None
 
 
@@ -146,13 +195,33 @@ class Emitter:
         # shared by every rewrite of one graph (rewrites run in graph order, so a value made for an
         # earlier node precedes every later use): two scatters over the same tensors compute their
         # sizes once, and ORT's CSE / ConstantSharing find nothing left to merge
-        shared = ctx.graph.meta.setdefault("ort_dml_ops.emitted", ({}, {})) if ctx.graph is not None else ({}, {})
+        shared = (
+            ctx.graph.meta.setdefault("ort_dml_ops.emitted", ({}, {}))
+            if ctx.graph is not None
+            else ({}, {})
+        )
         self._ops, self._consts = shared
 
     # -- plumbing -------------------------------------------------------------------------
-    def op(self, op_type: str, *inputs: ir.Value | None, outputs: int = 1, domain: str = "", dtype: ir.DataType | None = None, shape: Sequence[int | None] | None = None, **attrs: Any):
-        key = (domain, op_type, outputs, tuple(id(v) for v in inputs), repr(dtype), repr(shape),
-               tuple(sorted((k, repr(v)) for k, v in attrs.items() if v is not None)))
+    def op(
+        self,
+        op_type: str,
+        *inputs: ir.Value | None,
+        outputs: int = 1,
+        domain: str = "",
+        dtype: ir.DataType | None = None,
+        shape: Sequence[int | None] | None = None,
+        **attrs: Any,
+    ):
+        key = (
+            domain,
+            op_type,
+            outputs,
+            tuple(id(v) for v in inputs),
+            repr(dtype),
+            repr(shape),
+            tuple(sorted((k, repr(v)) for k, v in attrs.items() if v is not None)),
+        )
         if key in self._ops:
             return self._ops[key]
         out = self._emit(op_type, inputs, outputs, domain, dtype, shape, attrs)
@@ -162,8 +231,14 @@ class Emitter:
     def _emit(self, op_type, inputs, outputs, domain, dtype, shape, attrs):
         name = self.ctx.unique(f"{self.prefix}/{op_type}")
         outs = [ir.Value(name=self.ctx.unique(f"{name}:{i}")) for i in range(outputs)]
-        attributes = [ir.convenience.convert_attribute(k, v) for k, v in attrs.items() if v is not None]
-        node = ir.Node(domain, op_type, list(inputs), attributes, outputs=outs, name=name)
+        attributes = [
+            ir.convenience.convert_attribute(k, v)
+            for k, v in attrs.items()
+            if v is not None
+        ]
+        node = ir.Node(
+            domain, op_type, list(inputs), attributes, outputs=outs, name=name
+        )
         if dtype is not None:
             for o in outs:
                 o.dtype = dtype
@@ -184,13 +259,22 @@ class Emitter:
 
     def _new_const(self, arr: np.ndarray) -> ir.Value:
         graph = self.ctx.graph
-        if isinstance(graph, ir.Graph):  # an initializer: ORT folds Constant nodes into one anyway
-            v = ir.Value(name=self.ctx.unique(f"{self.prefix}/const"), const_value=ir.tensor(arr))
+        if isinstance(
+            graph, ir.Graph
+        ):  # an initializer: ORT folds Constant nodes into one anyway
+            v = ir.Value(
+                name=self.ctx.unique(f"{self.prefix}/const"), const_value=ir.tensor(arr)
+            )
             v.dtype = ir.DataType.from_numpy(arr.dtype)
             v.shape = ir.Shape(list(arr.shape))
             graph.register_initializer(v)
             return v
-        return self.op("Constant", value=ir.tensor(arr), dtype=ir.DataType.from_numpy(arr.dtype), shape=list(arr.shape))
+        return self.op(
+            "Constant",
+            value=ir.tensor(arr),
+            dtype=ir.DataType.from_numpy(arr.dtype),
+            shape=list(arr.shape),
+        )
 
     def i64(self, values: Sequence[int] | int) -> ir.Value:
         return self.const(np.asarray(values, dtype=np.int64))
@@ -210,15 +294,25 @@ class Emitter:
         if len(sizes) == 1:
             return [x]
         if self.opset >= 13:
-            outs = self.op("Split", x, self.i64(list(sizes)), outputs=len(sizes), axis=axis)
+            outs = self.op(
+                "Split", x, self.i64(list(sizes)), outputs=len(sizes), axis=axis
+            )
         else:
             outs = self.op("Split", x, outputs=len(sizes), axis=axis, split=list(sizes))
         return list(outs)
 
-    def slice(self, x: ir.Value, starts: Sequence[int], ends: Sequence[int], axes: Sequence[int]) -> ir.Value:
+    def slice(
+        self,
+        x: ir.Value,
+        starts: Sequence[int],
+        ends: Sequence[int],
+        axes: Sequence[int],
+    ) -> ir.Value:
         return self.op("Slice", x, self.i64(starts), self.i64(ends), self.i64(axes))
 
-    def pad(self, x: ir.Value, pads: Sequence[int] | ir.Value, value: ir.Value) -> ir.Value:
+    def pad(
+        self, x: ir.Value, pads: Sequence[int] | ir.Value, value: ir.Value
+    ) -> ir.Value:
         p = pads if isinstance(pads, ir.Value) else self.i64(list(pads))
         return self.op("Pad", x, p, value, mode="constant")
 
@@ -232,14 +326,18 @@ class Emitter:
             return self.op("Squeeze", x, self.i64(list(axes)))
         return self.op("Squeeze", x, axes=list(axes))
 
-    def reshape(self, x: ir.Value, shape: Sequence[int] | ir.Value, zeros_mapped: bool = False) -> ir.Value:
+    def reshape(
+        self, x: ir.Value, shape: Sequence[int] | ir.Value, zeros_mapped: bool = False
+    ) -> ir.Value:
         """Reshape to a list of ints (no 0 in it) or to a shape tensor, which may hold a run-time 0
         (an empty tensor). Reshape reads a 0 as "copy this dim" unless allowzero=1, and the DML EP
         fails kernel creation on allowzero=1 (tests/dml, issue 13): so a shape tensor's zeros become
         -1 (`zeros_inferred`), which is exact where at most one dim is 0 — the callers never put a
         -1 beside a size that may be 0."""
         if isinstance(shape, ir.Value):
-            return self.op("Reshape", x, shape if zeros_mapped else zeros_inferred(self, shape))
+            return self.op(
+                "Reshape", x, shape if zeros_mapped else zeros_inferred(self, shape)
+            )
         return self.op("Reshape", x, self.i64(list(shape)))
 
     def cast(self, x: ir.Value, to: ir.DataType) -> ir.Value:

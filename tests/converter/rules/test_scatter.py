@@ -1,4 +1,4 @@
-"""Scatter lowering (lowering/scatter.py) against ONNX Runtime's native CPU kernels and numpy.
+"""Scatter lowering (converter/rules/scatter.py) against ONNX Runtime's native CPU kernels and numpy.
 
 Integers bit-exact (duplicates included). Floats: add reassociates the duplicates' sum
 (|err| ≤ ceil(log2 K)·u·Σ|terms| per output, docs/convert.md); mul likewise relative

@@ -1,4 +1,4 @@
-"""Rewrite rules, one per file, each with its tests under tests/lowering/.
+"""Rewrite rules, one per file, each with its tests under tests/converter/rules/.
 
 `RULES` is tried in order for each node of the three families (`FAMILY_OPS`); the first rule
 whose `check` passes rewrites the node. `opset.plan` is the whole-model opset step that runs
@@ -7,8 +7,8 @@ before them; `fallback.route_to_fallback` routes a node to the Python custom ops
 
 from __future__ import annotations
 
-from .._domain import DOMAIN
-from ._base import Emitter, Rewrite, RewriteContext, Rule, RuleRefused
+from ..._domain import DOMAIN
+from ._base import Emitter, Refusal, Rewrite, RewriteContext, Rule
 from .cumprod import CumProdLowering
 from .cumprod_native import CumProdToOnnx
 from .cumsum_cast import CumSumCast
@@ -17,11 +17,31 @@ from .scatter import ScatterLowering
 
 #: (domain, op_type) of every node convert() considers
 FAMILY_OPS = {
-    ("", "CumSum"), ("", "CumProd"), ("", "ScatterElements"), ("", "ScatterND"), ("", "Scatter"),
-    (DOMAIN, "CumSum"), (DOMAIN, "CumProd"), (DOMAIN, "ScatterElements"),
+    ("", "CumSum"),
+    ("", "CumProd"),
+    ("", "ScatterElements"),
+    ("", "ScatterND"),
+    ("", "Scatter"),
+    (DOMAIN, "CumSum"),
+    (DOMAIN, "CumProd"),
+    (DOMAIN, "ScatterElements"),
 }
 
 #: tried in order; the first whose check passes rewrites the node
-RULES: tuple[Rule, ...] = (CumProdToOnnx(), CumProdLowering(), CumSumCast(), CumSumScan(), ScatterLowering())
+RULES: tuple[Rule, ...] = (
+    CumProdToOnnx(),
+    CumProdLowering(),
+    CumSumCast(),
+    CumSumScan(),
+    ScatterLowering(),
+)
 
-__all__ = ["Emitter", "FAMILY_OPS", "RULES", "Rewrite", "RewriteContext", "Rule", "RuleRefused"]
+__all__ = [
+    "FAMILY_OPS",
+    "RULES",
+    "Emitter",
+    "Refusal",
+    "Rewrite",
+    "RewriteContext",
+    "Rule",
+]

@@ -17,26 +17,39 @@ at most one dim is 0 (allowzero=1 forbids a -1 beside a 0), a loud Reshape failu
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import Any
 
 from ._base import Emitter, RewriteContext, zeros_inferred
 
 
-def drop_allowzero(graphs: Iterable[tuple[object, str, int]], names: set[str]) -> list[str]:
+def drop_allowzero(
+    graphs: Iterable[tuple[Any, str, int]], names: set[str]
+) -> list[str]:
     """Rewrite every Reshape(allowzero=1) in `graphs` (graph, where, opset); one line per node."""
     done = []
     for graph, where, opset in graphs:
         for node in list(graph):
             a = node.attributes.get("allowzero")
-            if node.op_type != "Reshape" or node.domain not in ("", "ai.onnx") or a is None or int(a.value) != 1:
+            if (
+                node.op_type != "Reshape"
+                or node.domain not in ("", "ai.onnx")
+                or a is None
+                or int(a.value) != 1
+            ):
                 continue
             if len(node.inputs) < 2 or node.inputs[1] is None:
                 continue
-            e = Emitter(RewriteContext(opset=opset, target="dml", names=names, graph=graph), node.name or "Reshape")
+            e = Emitter(
+                RewriteContext(opset=opset, target="dml", names=names, graph=graph),
+                node.name or "Reshape",
+            )
             shape = zeros_inferred(e, node.inputs[1])
             graph.insert_before(node, e.nodes)
             node.replace_input_with(1, shape)
             del node.attributes["allowzero"]
             how = "constant shape" if not e.nodes else "zeros mapped to -1 at run time"
-            done.append(f"{node.name or 'Reshape'} ({where}): allowzero=1 dropped ({how}); "
-                        "the DML EP fails kernel creation on allowzero=1")
+            done.append(
+                f"{node.name or 'Reshape'} ({where}): allowzero=1 dropped ({how}); "
+                "the DML EP fails kernel creation on allowzero=1"
+            )
     return done

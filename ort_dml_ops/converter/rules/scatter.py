@@ -34,10 +34,11 @@ from __future__ import annotations
 import numpy as np
 import onnx_ir as ir
 
-from .._domain import DOMAIN
+from ..._domain import DOMAIN
 from . import sizes
 from ._base import (
     Emitter,
+    Refusal,
     Rewrite,
     RewriteContext,
     Rule,
@@ -67,38 +68,38 @@ class ScatterLowering(Rule):
     ops = (("", "ScatterElements"), ("", "ScatterND"), ("", "Scatter"), (DOMAIN, "ScatterElements"))
     summary = "TopK sort, blocked segmented scan, MaxUnpool write"
 
-    def check(self, node: ir.Node, ctx: RewriteContext) -> str | None:
+    def check(self, node: ir.Node, ctx: RewriteContext) -> Refusal | None:
         if len(node.inputs) < 3 or any(v is None for v in node.inputs[:3]):
-            return "missing inputs"
+            return Refusal("missing-inputs", "missing inputs")
         data, indices, updates = node.inputs[:3]
         for what, v in (("data", data), ("indices", indices), ("updates", updates)):
             if v.shape is None:
-                return f"the rank of {what} is unknown"
+                return Refusal("rank-unknown", f"the rank of {what} is unknown")
         if len(data.shape) == 0:
-            return "0-d data"
+            return Refusal("scalar-data", "0-d data")
         if node.op_type == "ScatterND" and not isinstance(indices.shape[-1], int):
-            return "the last dim of the indices (coordinates per update) is not static"
+            return Refusal("coordinates-symbolic", "the last dim of the indices (coordinates per update) is not static")
         if node.op_type == "ScatterND" and indices.shape[-1] < 1:
-            return "ScatterND with 0 coordinates per update"
+            return Refusal("no-coordinates", "ScatterND with 0 coordinates per update")
         q = indices.shape[-1] if node.op_type == "ScatterND" else 0
         want = len(indices.shape) - 1 + len(data.shape) - q if q else len(indices.shape)
         if len(updates.shape) != want:
-            return f"updates of rank {len(updates.shape)} where the indices ask for rank {want}"
+            return Refusal("updates-rank", f"updates of rank {len(updates.shape)} where the indices ask for rank {want}")
         red = attr_str(node, "reduction", "none")
         if red != "none" and red not in REDUCE_OPS:
-            return f"unknown reduction {red!r}"
+            return Refusal("reduction-unknown", f"unknown reduction {red!r}")
         K = _static_numel(updates)
         if K is not None and K > MAX_SLOTS:
-            return f"{K} updates: slot numbers would not be exact in float32 (limit {MAX_SLOTS})"
+            return Refusal("too-many-updates", f"{K} updates: slot numbers would not be exact in float32 (limit {MAX_SLOTS})")
         M = _static_numel(data)
         if K is not None and M is not None and M + 2 * K >= 2**31:
-            return f"{M} data elements and {K} updates: int32 gather indices would overflow"
+            return Refusal("index-overflow", f"{M} data elements and {K} updates: int32 gather indices would overflow")
         if ctx.opset < 11:
-            return f"opset {ctx.opset} < 11"
+            return Refusal("opset-too-old", f"opset {ctx.opset} < 11")
         if data.dtype is None:
-            return "the data element type is unknown"
+            return Refusal("dtype-unknown", "the data element type is unknown")
         if red in ("max", "min") and data.dtype == ir.DataType.BOOL:
-            return "max/min of bool"
+            return Refusal("dtype-unsupported", "max/min of bool")
         return None
 
     def rewrite(self, node: ir.Node, ctx: RewriteContext) -> Rewrite:
@@ -346,7 +347,7 @@ def prefix_count(e: Emitter, flags: ir.Value, n: Size) -> ir.Value:
     (``cost_facts["cumsum_native_max_axis"]``: WebGPU's kernel reads the whole prefix for every
     element, onnxruntime/core/providers/webgpu/math/cumsum.cc); there, when n is static, the
     blocked Add scan of cumprod.py, no wider than the target binds."""
-    from ..targets import get_target
+    from ...targets import get_target
     from .cumprod import scan_static
 
     target = get_target(e.ctx.target)

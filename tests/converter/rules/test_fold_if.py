@@ -1,4 +1,4 @@
-"""convert folds an If whose condition the declared shapes decide (ort_dml_ops/lowering/fold_if.py).
+"""convert folds an If whose condition the declared shapes decide (ort_dml_ops/converter/rules/fold_if.py).
 
 The reference is ONNX Runtime's CPU EP on the model as given (it runs the If), never the
 converted model; the real TorchScript exports are in models/real/ (tests/real_models.py).

@@ -128,7 +128,7 @@ def node_costs(
 
 def for_node(node: ir.Node, ctx, native: bool, rules) -> dict[str, OptionCost]:
     """`node_costs` for a node being converted (ctx: its RewriteContext; rules: those matching it)."""
-    from ..targets import get_target
+    from ...targets import get_target
 
     lowerable = any(r.check(node, ctx) is None for r in rules)
     data = node.inputs[0] if node.inputs else None
@@ -164,7 +164,7 @@ def native_costlier(node: ir.Node, ctx) -> str | None:
 
     WebGPU CumSum: above `cumsum_native_max_axis` (the measured crossover, docs/webgpu.md) the
     blocked scan beats the kernel that reads the whole prefix for every element."""
-    from ..targets import get_target
+    from ...targets import get_target
 
     limit = get_target(ctx.target).cost_facts.get("cumsum_native_max_axis")
     if limit is None or _family(node) != "cumsum":

@@ -7,7 +7,7 @@ an axis length of 1000. The blocked scan of cumprod.py with Add does O(1) full p
 and log_w(n) levels (w = the target's Split/Concat width, 8 on WebGPU).
 
 `auto` uses this rule on WebGPU only where the axis is longer than the target's
-``cost_facts["cumsum_native_max_axis"]`` (conversion.py); `lower` uses it everywhere it applies.
+``cost_facts["cumsum_native_max_axis"]`` (converter/pipeline.py); `lower` uses it everywhere it applies.
 Integers are exact (wrapping addition is associative). Floats are summed in another order than
 the sequential loop: the result differs by rounding only, within the bound of any summation
 order, (n-1)·2^-24·Σ|x| for float32 (n = axis length) — the report says so.
@@ -17,9 +17,10 @@ from __future__ import annotations
 
 import onnx_ir as ir
 
-from .._domain import DOMAIN
+from ..._domain import DOMAIN
 from ._base import (
     Emitter,
+    Refusal,
     Rewrite,
     RewriteContext,
     Rule,
@@ -45,32 +46,39 @@ class CumSumScan(Rule):
     targets = ("webgpu",)
     summary = "blocked Add scan (Split, Add, Concat), no Split/Concat wider than the target allows"
 
-    def check(self, node: ir.Node, ctx: RewriteContext) -> str | None:
+    def check(self, node: ir.Node, ctx: RewriteContext) -> Refusal | None:
         x = node.inputs[0]
-        if (
-            len(node.inputs) < 2
-            or node.inputs[1] is None
-            or const_array(node.inputs[1]) is None
-        ):
-            return (
-                "the axis input is not a constant; the scan is laid out at convert time"
+        axis_value = const_array(node.inputs[1]) if len(node.inputs) > 1 else None
+        if x is None or axis_value is None:
+            return Refusal(
+                "axis-not-constant",
+                "the axis input is not a constant; the scan is laid out at convert time",
             )
         shape = static_shape(x)
         if shape is None:
-            return "the rank of the input is unknown"
+            return Refusal("rank-unknown", "the rank of the input is unknown")
         if x.dtype not in SUPPORTED:
-            return f"no exact device scan for element type {x.dtype.name if x.dtype else 'unknown'}"
-        axis = int(const_array(node.inputs[1]).reshape(-1)[0])
+            return Refusal(
+                "dtype-unsupported",
+                f"no exact device scan for element type {x.dtype.name if x.dtype else 'unknown'}",
+            )
+        axis = int(axis_value.reshape(-1)[0])
         if not -len(shape) <= axis < len(shape):
-            return f"axis {axis} is out of range for rank {len(shape)}"
+            return Refusal(
+                "axis-out-of-range",
+                f"axis {axis} is out of range for rank {len(shape)}",
+            )
         if shape[axis % len(shape)] is None:
-            return "the axis length is symbolic"
+            return Refusal("axis-length-symbolic", "the axis length is symbolic")
         return None
 
     def rewrite(self, node: ir.Node, ctx: RewriteContext) -> Rewrite:
         x = node.inputs[0]
+        assert x is not None and x.dtype is not None  # check() passed
         shape = static_shape(x)
-        axis = int(const_array(node.inputs[1]).reshape(-1)[0]) % len(shape)
+        axis_value = const_array(node.inputs[1])
+        assert shape is not None and axis_value is not None  # check() passed
+        axis = int(axis_value.reshape(-1)[0]) % len(shape)
         width = ctx.options.get("max_io_width")
         e = Emitter(ctx, node.name or "CumSum")
         y = scan_static(

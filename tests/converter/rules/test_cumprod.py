@@ -1,4 +1,4 @@
-"""CumProd lowering (lowering/cumprod.py) against numpy and ONNX Runtime's native CumProd-26.
+"""CumProd lowering (converter/rules/cumprod.py) against numpy and ONNX Runtime's native CumProd-26.
 
 Floats: |lowered - reference| <= 2·(k+1)·u·|exact prefix| per output (k = elements in the prefix,
 u = unit roundoff), i.e. rtol = 2·n·u: any association of k multiplications has relative error
@@ -13,7 +13,7 @@ import pytest
 
 from ort_dml_ops import DOMAIN
 from ort_dml_ops.conversion import convert
-from ort_dml_ops.lowering.cumprod import block_size
+from ort_dml_ops.converter.rules.cumprod import block_size
 
 from ._util import op_types, run_cpu, single_op
 

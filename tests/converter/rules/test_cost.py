@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 
 from ort_dml_ops import convert
-from ort_dml_ops.lowering.cost import OptionCost, dominated
-from tests.lowering._util import run_cpu, single_op
+from ort_dml_ops.converter.rules.cost import OptionCost, dominated
+from tests.converter.rules._util import run_cpu, single_op
 
 
 def _scatter(dtype, reduction="add", n=50):

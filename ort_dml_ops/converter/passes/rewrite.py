@@ -1,0 +1,289 @@
+"""Place and rewrite: for every CumSum / CumProd / scatter node of every graph (main graph,
+If/Loop/Scan bodies, model-local functions) decide native / lowered / cast / cpu / fallback
+(the Target in targets/ says which EP runs the node and why) and apply the rule; one
+`NodeReport` per node."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import onnx_ir as ir
+import onnx_ir.passes
+
+from ..._domain import DOMAIN
+from ...errors import UserError
+from .._common import known_dims, serde_reason, walk_graphs
+from ..report import NodeReport
+from ..rules import FAMILY_OPS, RULES, cost
+from ..rules._base import RewriteContext, onnx_domain
+from ..rules.fallback import route_to_fallback
+from .state import ConvertState
+
+
+class RewritePass(onnx_ir.passes.InPlacePass):
+    """Decide and rewrite every family node; the reports go to `state.reports`."""
+
+    def __init__(self, state: ConvertState):
+        super().__init__()
+        self.state = state
+
+    def call(self, model: ir.Model) -> onnx_ir.passes.PassResult:
+        s = self.state
+        main_opset = model.opset_imports.get("", 0)
+        for graph, where, opset in walk_graphs(model, main_opset):
+            nodes = list(graph)
+            positions = {n: i for i, n in enumerate(nodes)}
+            for node in nodes:
+                if (onnx_domain(node.domain), node.op_type) not in FAMILY_OPS:
+                    continue
+                ctx = RewriteContext(
+                    opset=opset,
+                    target=s.target,
+                    names=s.names,
+                    check_indices=s.check_indices,
+                    options={
+                        "model_opsets": dict(model.opset_imports),
+                        "max_io_width": _max_io_width(s.target),
+                    },
+                    graph=graph,
+                    positions=positions,
+                )
+                try:
+                    s.reports.append(_convert_node(graph, node, where, ctx, s.strategy))
+                except UserError:
+                    raise
+                except Exception as exc:  # noqa: BLE001 - a rule that cannot handle this node: one line, not a traceback
+                    label = (
+                        f"{node.op_type} node {node.name!r}"
+                        if node.name
+                        else f"a {node.op_type} node"
+                    )
+                    raise UserError(
+                        f"{label}: cannot convert it ({serde_reason(exc)})"
+                    ) from None
+        modified = any(
+            r.action not in ("native", "cpu") or r.emitted for r in s.reports
+        )
+        return onnx_ir.passes.PassResult(model, modified=modified)
+
+
+def _max_io_width(target: str) -> int | None:
+    """The target's cap on a node's inputs/outputs (targets/: WebGPU binds 8 storage buffers)."""
+    from ...targets import get_target
+
+    return get_target(target).max_io_width
+
+
+def _convert_node(
+    graph, node: ir.Node, where: str, ctx: RewriteContext, strategy: str
+) -> NodeReport:
+    rep = NodeReport(node.name or "", node.op_type, node.domain, where, "native", "")
+    native, native_why = _native(node, ctx)
+    rules = [r for r in RULES if r.match(node) and r.applies_to(ctx.target)]
+    costs = cost.for_node(node, ctx, native, rules)
+    rep.cost = cost.report(costs)
+    if strategy == "native":
+        rep.reason = "strategy native: " + native_why
+        return rep
+    if strategy == "fallback":
+        if node.domain == DOMAIN:
+            rep.action, rep.reason = "fallback", "already a fallback op"
+            return rep
+        return _apply_fallback(graph, node, ctx, rep, "strategy fallback")
+    costly = _native_costlier(node, ctx) if strategy == "auto" and native else None
+    if strategy == "auto" and native and costly is None:
+        rep.reason = native_why
+        return rep
+    if costly:
+        native_why = f"{native_why}, but {costly}"
+    refusals = []
+    if strategy == "auto" and cost.dominated(costs, "lowered", by="cpu"):
+        message = "the CPU path is no costlier in passes and copies (report: cost)"
+        refusals.append(f"cost: {message}")
+        rep.refusals.append({"rule": "cost", "code": "cpu-path-cheaper", "message": message})
+        rules = []
+    for rule in rules:
+        why = rule.check(node, ctx)
+        if why is not None:
+            refusals.append(f"{rule.name}: {why}")
+            rep.refusals.append({"rule": rule.name, **why.to_dict()})
+            continue
+        ctx.anchor = node
+        rw = rule.rewrite(node, ctx)
+        _replace(graph, node, rw)
+        rep.action = rule.action
+        rep.reason = (
+            f"{native_why}; " if not native or costly else "strategy lower; "
+        ) + rule.describe()
+        rep.emitted = [n.name or "" for n in rw.nodes]
+        rep.note = rw.note
+        return rep
+    refused = "; ".join(refusals) if refusals else "no rule rewrites this node"
+    if native:
+        rep.reason = f"{native_why} (not lowered: {refused})"
+        return rep
+    if (
+        ctx.target == "webgpu"
+        and node.domain != DOMAIN
+        and _decision(node, ctx).provider == "CPUExecutionProvider"
+    ):
+        # The CPU EP's own kernel beats the Python fallback (both on the CPU); what the WebGPU EP
+        # leaves to the CPU (int64 / float64 data) takes its neighbours of that type along.
+        rep.reason = (
+            f"{native_why}; not lowered: {refused}; stays on the CPU EP's native kernel"
+        )
+        return rep
+    if node.domain == DOMAIN:
+        rep.action, rep.reason = (
+            "fallback",
+            f"{native_why}; not lowered: {refused}; stays on the Python fallback",
+        )
+        return rep
+    # ONNX Runtime's own C++ kernel on the CPU beats the Python fallback, and leaving the node
+    # untouched keeps the model loadable in plain onnxruntime: the fallback is for nodes no
+    # execution provider of the session can run (e.g. float16 scatter add/mul on the CPU EP).
+    on_cpu, cpu_why = _native(node, dataclasses.replace(ctx, target="cpu"))
+    if on_cpu:
+        rep.action = "cpu"
+        rep.reason = (
+            f"{native_why}; not lowered: {refused}; left to ONNX Runtime's CPU kernel "
+            f"({cpu_why.removeprefix('the cpu EP has a kernel').strip(' ()') or 'it has one'}); "
+            "the model still loads in plain onnxruntime"
+        )
+        return rep
+    return _apply_fallback(
+        graph, node, ctx, rep, f"{native_why}; not lowered: {refused}"
+    )
+
+
+def _native_costlier(node: ir.Node, ctx: RewriteContext) -> str | None:
+    """Why the target's native kernel is the costlier choice (rules/cost.py), or None."""
+    return cost.native_costlier(node, ctx)
+
+
+def _apply_fallback(graph, node, ctx, rep: NodeReport, why: str) -> NodeReport:
+    rw = route_to_fallback(node, ctx)
+    if rw is None:
+        rep.action, rep.reason = "refused", f"{why}; the fallback has no {node.op_type}"
+        rep.code = "no-fallback-kernel"
+        return rep
+    _replace(graph, node, rw)
+    rep.action, rep.reason, rep.emitted, rep.note = (
+        "fallback",
+        why,
+        [n.name or "" for n in rw.nodes],
+        rw.note,
+    )
+    return rep
+
+
+def _replace(graph, node: ir.Node, rw) -> None:
+    old_outputs = list(node.outputs)
+    new_outputs = rw.outputs
+    for o, n in zip(old_outputs, new_outputs):
+        o_name = o.name
+        n.type = o.type if o.type is not None else n.type
+        n.shape = o.shape if o.shape is not None else n.shape
+        ir.convenience.replace_all_uses_with(o, n, replace_graph_outputs=True)
+        # keep the original output name (graph outputs, readers of the report)
+        o.name = None
+        n.name = o_name
+    inputs = [v for v in node.inputs if v is not None]
+    graph.insert_before(node, rw.nodes)
+    graph.remove(node, safe=True)
+    # drop initializers / Constant nodes only the old node read (the axis, mostly)
+    for v in inputs:
+        if v.uses() or v.is_graph_output() or v.is_graph_input():
+            continue
+        inits = getattr(graph, "initializers", None)
+        if inits is not None and v.name in inits and v.is_initializer():
+            del inits[v.name]
+        elif (
+            (producer := v.producer()) is not None
+            and producer.op_type == "Constant"
+            and not producer.outputs[0].uses()
+        ):
+            graph.remove(producer, safe=True)
+    for n in [
+        n for n in rw.nodes if n.op_type == "Constant" and not n.outputs[0].uses()
+    ]:
+        graph.remove(n, safe=True)
+
+
+def _decision(node: ir.Node, ctx: RewriteContext):
+    """The capability model's Decision for `node` on the target (targets/target.py)."""
+    from ...targets import get_target
+
+    proto = ir.serde.serialize_node(node)
+    types = {}
+    for v in list(node.inputs) + list(node.outputs):
+        if v is not None and v.name and v.type is not None and v.dtype is not None:
+            types[v.name] = int(v.dtype)
+    return get_target(ctx.target).explain(
+        proto, ctx.options.get("model_opsets", {"": ctx.opset}), types
+    )
+
+
+def _native(node: ir.Node, ctx: RewriteContext) -> tuple[bool, str]:
+    """Does the target EP itself run this node (the capability model in targets/)?"""
+    if node.domain == DOMAIN:
+        return False, f"{DOMAIN}::{node.op_type} is a Python fallback op (CPU)"
+    try:
+        from ...targets import get_target
+
+        t = get_target(ctx.target)
+        d = _decision(node, ctx)
+        provider = getattr(d, "provider", None)
+        reason = getattr(d, "reason", "") or ""
+        on_target = getattr(d, "on_target", provider == t.provider)
+        short = {
+            "DmlExecutionProvider": "DML",
+            "CUDAExecutionProvider": "CUDA",
+            "CPUExecutionProvider": "CPU",
+            "WebGpuExecutionProvider": "WebGPU",
+        }
+        if on_target:
+            mismatch = (
+                _dml_scatter_shape_mismatch(node) if ctx.target == "dml" else None
+            )
+            if mismatch:
+                return False, mismatch
+            if getattr(d, "fails_at_run", None):
+                return False, f"the {ctx.target} EP claims it but {d.fails_at_run}"
+            return (
+                True,
+                f"the {ctx.target} EP has a kernel ({reason})"
+                if reason
+                else f"the {ctx.target} EP has a kernel",
+            )
+        where = short.get(provider, "no EP") if provider else "no EP"
+        return False, f"not on {ctx.target}: runs on {where}" + (
+            f" ({reason})" if reason else ""
+        )
+    except UserError:
+        raise
+    except Exception as exc:  # noqa: BLE001  # pragma: no cover - capability model missing or failing
+        return False, f"capability model unavailable ({type(exc).__name__}: {exc})"
+
+
+def _dml_scatter_shape_mismatch(node: ir.Node) -> str | None:
+    """DirectML's scatter wants indices sized like data on every axis but `axis`.
+
+    DML_SCATTER_OPERATOR_DESC (shared/seeds, DirectML docs): "IndicesTensor ... Sizes must
+    match InputTensor.Sizes in every dimension except Axis". ONNX allows smaller indices; the
+    DML EP claims the node anyway and session creation fails (E_INVALIDARG, measured on the
+    lane). Known static dims that differ make the node not native; unknown ones cannot be told.
+    """
+    if node.op_type not in ("ScatterElements", "Scatter") or len(node.inputs) < 2:
+        return None
+    data, indices = known_dims(node.inputs[0]), known_dims(node.inputs[1])
+    if data is None or indices is None or len(data) != len(indices):
+        return None
+    axis = node.attributes.get_int("axis", 0) % len(data) if data else 0
+    for d, (a, b) in enumerate(zip(data, indices)):
+        if d != axis and isinstance(a, int) and isinstance(b, int) and a != b:
+            return (
+                f"the DML EP claims it but DirectML needs indices sized like data except on the axis "
+                f"(dim {d}: indices {b}, data {a}); session creation would fail"
+            )
+    return None

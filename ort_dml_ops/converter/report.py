@@ -1,0 +1,69 @@
+"""The convert report: one `NodeReport` per CumSum / CumProd / scatter node, and the whole."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+
+@dataclasses.dataclass
+class NodeReport:
+    name: str
+    op_type: str
+    domain: str
+    graph: str
+    action: str  # native / lowered / cast / cpu (ORT's CPU kernel, node untouched) / fallback / refused
+    reason: str
+    emitted: list[str] = dataclasses.field(default_factory=list)
+    note: str = ""
+    #: why the node was refused (action "refused"), as a stable code; "" otherwise
+    code: str = ""
+    #: each rule that matched but did not rewrite the node: {"rule", "code", "message"}
+    refusals: list[dict] = dataclasses.field(default_factory=list)
+    #: per option (native / lowered / cpu): passes, copies, bytes_moved (rules/cost.py)
+    cost: dict = dataclasses.field(default_factory=dict)
+
+    def to_dict(self) -> dict:
+        return dataclasses.asdict(self)
+
+
+@dataclasses.dataclass
+class ConvertReport:
+    target: str
+    strategy: str
+    nodes: list[NodeReport]
+    opset: dict
+    inspect: Any = None  # the inspect report of the converted model (has .to_dict())
+    #: whole-graph fixes made before the rules (e.g. Reshape allowzero=1 for DML), one line each
+    normalized: list[str] = dataclasses.field(default_factory=list)
+
+    @property
+    def changed(self) -> bool:
+        return (
+            bool(self.normalized)
+            or any(n.action not in ("native", "cpu") for n in self.nodes)
+            or self.opset.get("from") != self.opset.get("to")
+        )
+
+    def summary(self) -> dict:
+        out: dict[str, int] = {}
+        for n in self.nodes:
+            out[n.action] = out.get(n.action, 0) + 1
+        return out
+
+    def to_dict(self) -> dict:
+        d = {
+            "target": self.target,
+            "strategy": self.strategy,
+            "opset": self.opset,
+            "normalized": self.normalized,
+            "summary": self.summary(),
+            "nodes": [n.to_dict() for n in self.nodes],
+        }
+        if self.inspect is not None:
+            d["inspect"] = (
+                self.inspect.to_dict()
+                if hasattr(self.inspect, "to_dict")
+                else self.inspect
+            )
+        return d

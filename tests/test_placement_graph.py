@@ -1,0 +1,81 @@
+"""placement.Graph keeps its consumers map current through remove / replace_uses.
+
+The map is updated in place (rebuilding it per edit made inspect quadratic along a chain); the
+reference here is the map rebuilt from scratch over the edited graph.
+"""
+
+from __future__ import annotations
+
+import onnx
+from onnx import helper
+
+from ort_dml_ops.placement.graph import Graph
+from ort_dml_ops.placement.load import build_graph
+
+
+def _model() -> onnx.GraphProto:
+    """x -> Relu a -> Identity b -> {Add c(b, b), Neg d(b)}; If e reads b from its branches."""
+    f = onnx.TensorProto.FLOAT
+    branch = helper.make_graph(
+        [helper.make_node("Neg", ["b"], ["br"], name="br")],
+        "branch",
+        [],
+        [helper.make_tensor_value_info("br", f, [2])],
+    )
+    nodes = [
+        helper.make_node("Relu", ["x"], ["a"], name="a"),
+        helper.make_node("Identity", ["a"], ["b"], name="b"),
+        helper.make_node("Add", ["b", "b"], ["c"], name="c"),
+        helper.make_node("Neg", ["b"], ["d"], name="d"),
+        helper.make_node(
+            "If", ["cond"], ["e"], name="e", then_branch=branch, else_branch=branch
+        ),
+        helper.make_node("Sum", ["c", "d", "e", "a"], ["y"], name="y"),
+    ]
+    return helper.make_graph(
+        nodes,
+        "g",
+        [
+            helper.make_tensor_value_info("x", f, [2]),
+            helper.make_tensor_value_info("cond", onnx.TensorProto.BOOL, []),
+        ],
+        [helper.make_tensor_value_info("y", f, [2])],
+    )
+
+
+def _fresh(graph: Graph) -> dict:
+    graph.touch()
+    return {k: [n.name for n in v] for k, v in graph.consumers().items()}
+
+
+def _kept(graph: Graph) -> dict:
+    return {k: [n.name for n in v] for k, v in graph.consumers().items()}
+
+
+def test_remove_and_replace_uses_keep_consumers_equal_to_a_rebuild():
+    graph = build_graph(_model())
+    before = graph.consumers()
+    snapshot = dict(before)
+    identity = next(n for n in graph.nodes if n.name == "b")
+    graph.remove(identity, "test", "bypassed")
+    graph.replace_uses("b", "a")
+    kept = _kept(graph)
+    assert kept == _fresh(graph)
+    # the readers of b (Add twice over one edge list, Neg, the If's branches) now read a,
+    # in node order, after the Identity's own read of a is gone
+    assert kept["a"] == ["c", "d", "e", "y"]
+    assert "b" not in kept
+    # a snapshot taken before the edits is left as it was
+    assert [n.name for n in snapshot["b"]] == ["c", "d", "e"]
+
+
+def test_edits_after_a_rebuild_and_an_append_stay_consistent():
+    graph = build_graph(_model())
+    graph.consumers()
+    neg = next(n for n in graph.nodes if n.name == "d")
+    graph.remove(neg, "test", "dropped")
+    graph.replace_uses("d", "c")
+    assert _kept(graph) == _fresh(graph)
+    graph.replace_uses("c", "x")
+    assert _kept(graph) == _fresh(graph)
+    assert _kept(graph)["x"] == ["a", "y"]
