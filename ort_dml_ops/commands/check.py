@@ -1,7 +1,8 @@
 """`ort-dml-ops check MODEL`: run a model on the real DirectML EP from Linux, through the DML lane.
 
 The lane (optional; `make dml-lane` in a checkout, docs/dml-lane.md) runs the Windows build
-onnxruntime-directml under Wine. The model runs there as a user runs it (ORT's default session
+onnxruntime-directml under Wine; its driver is installed in the lane, not in this package
+(ort_dml_ops/dml_lane.py finds it). The model runs there as a user runs it (ORT's default session
 options: graph optimizations and DML graph fusion on). Printed: where each node ran, per ONNX
 Runtime's own assignment record (`session.record_ep_graph_assignment_info`); how many Memcpy
 nodes ran, per ORT's profile; and every output against the CPU EP of this machine's onnxruntime
@@ -65,21 +66,22 @@ def add_parser(sub) -> None:
 
 
 def check(args) -> int:
-    from ..lane import Case, lane_available, run_cases
+    from ..dml_lane import LaneUnavailable, load_driver
 
-    ok, why = lane_available()
-    if not ok:
+    try:
+        lane = load_driver()
+    except LaneUnavailable as exc:
         raise UserError(
-            f"the DML lane is needed to run on the real DirectML EP: {why}; see docs/dml-lane.md"
-        )
+            f"the DML lane is needed to run on the real DirectML EP: {exc}; see docs/dml-lane.md"
+        ) from None
     model_path = Path(args.model)
     if not model_path.is_file():
         raise UserError(f"{args.model}: no such file")
     model, uses_domain = _load(model_path)
     feeds, reference, output_names = _cpu_reference(model_path, args)
-    [r] = run_cases(
+    [r] = lane.run_cases(
         [
-            Case(
+            lane.Case(
                 model_path.name,
                 model,
                 feeds,

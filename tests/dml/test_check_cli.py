@@ -10,7 +10,7 @@ import onnx.helper as oh
 import pytest
 
 from ort_dml_ops.cli import main
-from ort_dml_ops.lane import lane_available
+from dml_lane.driver import lane_available
 
 
 @pytest.fixture()

@@ -18,7 +18,7 @@ from onnx import helper, numpy_helper
 
 from ort_dml_ops import DOMAIN
 from ort_dml_ops.conversion import convert
-from ort_dml_ops.lane import CPU, DML, Case
+from dml_lane.driver import CPU, DML, Case
 from tests.support import np_scatter_elements
 
 pytestmark = pytest.mark.dml

@@ -15,7 +15,8 @@ import os
 
 import pytest
 
-from ort_dml_ops.lane import DML, corpus
+from dml_lane import corpus
+from dml_lane.driver import DML
 
 pytestmark = pytest.mark.dml
 

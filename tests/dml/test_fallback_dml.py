@@ -11,7 +11,8 @@ import importlib.util
 import numpy as np
 import pytest
 
-from ort_dml_ops.lane import CPU, DML, Case, corpus
+from dml_lane import corpus
+from dml_lane.driver import CPU, DML, Case
 
 pytestmark = pytest.mark.dml
 

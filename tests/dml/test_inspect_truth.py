@@ -2,7 +2,7 @@
 
 Runs a corpus of single-op models (CumSum, ScatterElements, ScatterND and the ops the lowerings
 emit, at opsets 11-21, across dtypes and attributes) on onnxruntime-directml 1.24.4 in the Wine
-lane (`ort_dml_ops.lane`) and asserts, for every case that runs, that each node's
+lane (tools/dml_lane/driver.py) and asserts, for every case that runs, that each node's
 predicted provider equals ORT's own "Node placements" and that the predicted Memcpy count equals
 the Memcpy nodes ORT logged.
 
@@ -216,7 +216,7 @@ OPTIMIZED = ("Shape-f32", "CumSum-f32-const")
 
 
 def test_inspect_matches_real_dml_placement():
-    from ort_dml_ops.lane import Case, lane_available, run_cases
+    from dml_lane.driver import Case, lane_available, run_cases
 
     ok, why = lane_available()
     if not ok:

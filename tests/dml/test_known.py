@@ -10,7 +10,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from ort_dml_ops.lane import CPU, DML, corpus
+from dml_lane import corpus
+from dml_lane.driver import CPU, DML
 
 pytestmark = pytest.mark.dml
 

@@ -26,7 +26,7 @@ import pytest
 
 from ort_dml_ops import DOMAIN, inspect, zoo
 from ort_dml_ops.conversion import convert
-from ort_dml_ops.lane import CPU, DML, Case
+from dml_lane.driver import CPU, DML, Case
 
 pytestmark = pytest.mark.dml
 

@@ -1,6 +1,7 @@
-"""The DML lane: run models on the real DirectML EP (onnxruntime-directml under Wine).
+"""The DML lane's driver, host side: run models on the real DirectML EP (onnxruntime-directml
+under Wine).
 
-    from ort_dml_ops.lane import lane_available, run_cases, Case, CaseResult
+    from dml_lane.driver import lane_available, run_cases, Case, CaseResult   # tools/ on sys.path
 
     ok, why = lane_available()
     results = run_cases([Case("cumsum", model, {"x": x})])
@@ -13,6 +14,11 @@ keeps ~0.5 GB of shared memory (lavapipe's device memory) until its process exit
 batch size bounds the memory. Cases and results travel as files (.onnx, .npz, .json) in a
 temporary folder; the guest imports this very package (a folder linking to it is put first on its
 sys.path), so a checkout's live working tree and an installed package both work.
+
+This file and guest.py are not part of the installed package: `make dml-lane` (or
+`make dml-lane-driver`) copies them into the lane (<lane>/driver/), where
+`ort_dml_ops.dml_lane.load_driver()` finds them for `ort-dml-ops check`; tests and tools import
+them from tools/dml_lane/. Finding the lane and judging it ready is `ort_dml_ops.dml_lane`'s job.
 
 Placement comes from ONNX Runtime itself: its assignment record
 (`session.record_ep_graph_assignment_info`, read with `get_provider_graph_assignment_info()`),
@@ -30,7 +36,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import shutil
 import subprocess
 import tempfile
 from dataclasses import dataclass, field
@@ -39,16 +44,17 @@ from typing import Any
 
 import numpy as np
 
+import ort_dml_ops
+from ort_dml_ops.dml_lane import lane_available, lane_dir
+
 __all__ = ["Case", "CaseResult", "lane_available", "lane_dir", "parse_placements", "run_cases"]
 
 DML = "DmlExecutionProvider"
 CPU = "CPUExecutionProvider"
 _PROVIDERS = {"dml": "dml", DML.lower(): "dml", "cpu": "cpu", CPU.lower(): "cpu"}
 _GUEST = Path(__file__).with_name("guest.py")
-_PACKAGE = Path(__file__).resolve().parents[1]  # the ort_dml_ops the guest must import
+_PACKAGE = Path(ort_dml_ops.__file__).resolve().parent  # the ort_dml_ops the guest must import
 _MARK = "@@ortdmlops-lane"
-#: run.sh of an upgraded lane loads Wine 10's Direct3D 12 DLLs as native (tools/dml_lane/setup.sh)
-_D3D12_OVERRIDE = "d3d12,d3d12core,dxgi,wined3d=n"
 
 
 @dataclass
@@ -100,36 +106,6 @@ class CaseResult:
         return sorted(n for n, p in self.placement.items() if p == provider)
 
 
-# --------------------------------------------------------------------------- lane discovery
-
-def lane_dir() -> Path:
-    """Where the lane lives: $DML_LANE (as for setup.sh), else ~/.cache/ort-dml-ops/dml-lane."""
-    env = os.environ.get("DML_LANE")
-    if env:
-        return Path(env).expanduser()
-    return Path.home() / ".cache" / "ort-dml-ops" / "dml-lane"
-
-
-def lane_available() -> tuple[bool, str]:
-    """(True, "") when the lane is set up and verified by its smoke test; else (False, why)."""
-    if os.environ.get("ORT_DML_OPS_NO_LANE") == "1":
-        return False, "ORT_DML_OPS_NO_LANE=1"
-    w = lane_dir()
-    if not (w / "run.sh").is_file():
-        return False, f"DML lane not set up at {w} (run `make dml-lane`)"
-    for tool in ("wine", "xvfb-run", "flock"):
-        if shutil.which(tool) is None:
-            return False, f"DML lane at {w}: `{tool}` is not on PATH (run `make dml-lane`)"
-    if not (w / "cp311" / "Lib" / "site-packages" / "onnxruntime").is_dir():
-        return False, f"DML lane at {w}: onnxruntime-directml is not installed (run `make dml-lane`)"
-    if _D3D12_OVERRIDE not in (w / "run.sh").read_text(errors="replace"):
-        return False, (f"DML lane at {w} runs Wine 8's own Direct3D 12 (vkd3d 1.6), which fails where DirectML "
-                       "does not (run `make dml-lane`)")
-    if not (w / "smoke.ok").is_file():
-        return False, f"DML lane at {w}: its self-test has not passed (run `make dml-lane`)"
-    return True, ""
-
-
 # --------------------------------------------------------------------------- array transport
 
 def _save_arrays(path: Path, arrays: dict[str, np.ndarray]) -> dict[str, str]:
@@ -169,7 +145,7 @@ def _model_bytes(model: Any) -> tuple[bytes, list[str]]:
         proto.CopyFrom(model)  # never touch the caller's model
     else:
         raise TypeError(f"Case.model must be an onnx.ModelProto or bytes, not {type(model).__name__}")
-    from ..modelio import fix_ir_version
+    from ort_dml_ops.modelio import fix_ir_version
 
     fix_ir_version(proto)
     names = [n.name for n in proto.graph.node]
@@ -248,7 +224,7 @@ def _resolve(node_names: list[str], placed: dict[str, str], all_on: str | None, 
 
 # --------------------------------------------------------------------------- running
 
-def _import_root(folder: Path) -> Path:
+def guest_import_root(folder: Path) -> Path:
     """A folder holding only `ort_dml_ops` (a link to this package): the guest's first sys.path
     entry. Never the package's parent, which for an installed package is the host's
     site-packages (Linux builds of numpy and onnxruntime the Windows guest must not import)."""
@@ -263,7 +239,7 @@ def _run_chunk(w: Path, folder: Path, chunk: list[tuple[str, dict]]) -> tuple[st
     manifest = folder / f"manifest_{chunk[0][0]}.json"
     manifest.write_text(json.dumps({"cases": [c for _, c in chunk]}))
     env = dict(os.environ)
-    env["DML_LANE_PYTHONPATH"] = str(_import_root(folder))
+    env["DML_LANE_PYTHONPATH"] = str(guest_import_root(folder))
     per_process = 120 + 180 * len(chunk)
     env.setdefault("DML_LANE_TIMEOUT", str(per_process))
     try:

@@ -18,7 +18,7 @@ import onnx
 import onnx.helper as oh
 import onnx.numpy_helper
 
-from . import CPU, DML, Case
+from .driver import CPU, DML, Case
 
 T = onnx.TensorProto
 
@@ -338,7 +338,7 @@ def slice_pad_mul_spec(order="slice_pad", shape=(3, 257), opset=17, name=None, n
 
 def cumprod_custom_model(shape=(3, 7), dtype="float32"):
     """x -> DOMAIN::CumProd(axis=1) -> Mul(2): the fallback custom op inside a DML session."""
-    from .. import DOMAIN, DOMAIN_VERSION
+    from ort_dml_ops import DOMAIN, DOMAIN_VERSION
 
     e = DTYPES[dtype]
     nodes = [oh.make_node("CumProd", ["x", "axis"], ["c"], name="cumprod", domain=DOMAIN),
