@@ -18,9 +18,9 @@ import numpy as np
 import onnx
 from onnx import helper, numpy_helper
 
-from .schemas import registered
 from ._domain import DOMAIN, DOMAIN_VERSION
 from .modelio import ir_version_for
+from .schemas import registered
 
 #: First ONNX opset with CumProd.
 ONNX_CUMPROD_OPSET = 26

@@ -305,7 +305,7 @@ def _prepare_graph(graph, prefix: str, funcs: dict) -> None:
                     a.g, "", funcs
                 )  # ORT names subgraph nodes as the model does
             elif a.type == _GRAPHS:
-                for j, g in enumerate(a.graphs):
+                for g in a.graphs:
                     _prepare_graph(g, "", funcs)
 
 

@@ -22,7 +22,7 @@ from importlib import resources
 
 import numpy as np
 
-__all__ = ["ZooModel", "models", "names", "get"]
+__all__ = ["ZooModel", "get", "models", "names"]
 
 
 def _files():

@@ -49,7 +49,7 @@ def single_node_model(op_type, inputs, attrs=None, *, opset, domain="", extra_op
     return model
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _cached_session(serialized: bytes) -> ort.InferenceSession:
     so = ort.SessionOptions()
     so.log_severity_level = 3

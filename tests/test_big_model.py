@@ -7,7 +7,6 @@ the input is untouched, and convert must either produce a working model or refus
 from __future__ import annotations
 
 import hashlib
-import os
 from pathlib import Path
 
 import numpy as np

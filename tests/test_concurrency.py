@@ -18,9 +18,8 @@ import pytest
 from onnxruntime.capi.onnxruntime_pybind11_state import InvalidArgument
 
 import ort_dml_ops
-from ort_dml_ops import ops
+from ort_dml_ops import DOMAIN, ops
 from tests.bad_inputs.corpus import cumsum_model, scatter_model
-from ort_dml_ops import DOMAIN
 
 THREADS = 8
 ROUNDS = 40

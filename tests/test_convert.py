@@ -8,7 +8,9 @@ import json
 import numpy as np
 import onnx
 import pytest
-from onnx import TensorProto as T, helper as h, numpy_helper as nh
+from onnx import TensorProto as T
+from onnx import helper as h
+from onnx import numpy_helper as nh
 
 from ort_dml_ops import DOMAIN
 from ort_dml_ops.conversion import convert

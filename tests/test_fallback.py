@@ -2,7 +2,6 @@
 kernels (CumSum-14, CumProd-26, ScatterElements-18) and onnx's ReferenceEvaluator."""
 
 import importlib
-import warnings
 
 import ml_dtypes
 import numpy as np

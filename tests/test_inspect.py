@@ -57,7 +57,7 @@ def cpu_session_ok(model) -> bool:
     try:
         ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
         return True
-    except Exception:
+    except Exception:  # noqa: BLE001 - any refusal of ORT's means "does not run"
         return False
 
 
@@ -316,8 +316,9 @@ def test_to_dict_format_and_text():
 
 
 def _main(argv):
-    from ort_dml_ops.commands import inspect as cmd
     import argparse
+
+    from ort_dml_ops.commands import inspect as cmd
 
     p = argparse.ArgumentParser(prog="ort-dml-ops")
     cmd.add_parser(p.add_subparsers(dest="verb"))

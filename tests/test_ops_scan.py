@@ -11,7 +11,13 @@ import numpy as np
 import pytest
 
 from ort_dml_ops.ops import cumprod, cumsum
-from tests.support import assert_same, ort_cpu_has_kernel, run_ort_cpu, run_reference, single_node_model
+from tests.support import (
+    assert_same,
+    ort_cpu_has_kernel,
+    run_ort_cpu,
+    run_reference,
+    single_node_model,
+)
 
 SCAN_DTYPES = [np.float32, np.float64, np.float16, ml_dtypes.bfloat16, np.int32, np.int64, np.uint32, np.uint64]
 SHAPES = {1: (7,), 2: (3, 5), 3: (2, 1, 4), 4: (2, 3, 1, 3), 5: (2, 1, 3, 2, 2)}

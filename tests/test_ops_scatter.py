@@ -11,7 +11,13 @@ import numpy as np
 import pytest
 
 from ort_dml_ops.ops import REDUCTIONS, ScatterIndexError, scatter_elements
-from tests.support import assert_same, ort_cpu_has_kernel, run_ort_cpu, run_reference, single_node_model
+from tests.support import (
+    assert_same,
+    ort_cpu_has_kernel,
+    run_ort_cpu,
+    run_reference,
+    single_node_model,
+)
 
 NUMERIC = [np.float32, np.float64, np.float16, ml_dtypes.bfloat16, np.int8, np.int16, np.int32, np.int64,
            np.uint8, np.uint16, np.uint32, np.uint64]

@@ -170,17 +170,17 @@ def _lowered(model: onnx.ModelProto, expect_action: str):
     return _fallback(result.model) if uses_domain else _ort(result.model)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def native_scan(op, dtype, rank, exclusive, reverse):
     return _ort(_scan_model(op, dtype, rank, exclusive, reverse, opset=26 if op == "CumProd" else 17))
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def fallback_scan(op, dtype, rank, exclusive, reverse):
     return _fallback(_scan_model(op, dtype, rank, exclusive, reverse, domain=DOMAIN))
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def lowered_scan(op, dtype, rank, axis, exclusive, reverse, shape=None, source="domain"):
     if op == "CumSum":
         model = _scan_model(op, dtype, rank, exclusive, reverse, axis=axis, shape=shape)
@@ -192,17 +192,17 @@ def lowered_scan(op, dtype, rank, axis, exclusive, reverse, shape=None, source="
     return _lowered(model, "lowered")
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def native_scatter(dtype, idx_dtype, reduction, rank, axis):
     return _ort(_scatter_model(dtype, idx_dtype, reduction, rank, axis))
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def fallback_scatter(dtype, idx_dtype, reduction, rank, axis):
     return _fallback(_scatter_model(dtype, idx_dtype, reduction, rank, axis, domain=DOMAIN, opset=17))
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def lowered_scatter(dtype, idx_dtype, reduction, dshape, ishape, axis):
     model = _scatter_model(dtype, idx_dtype, reduction, len(dshape), axis, shapes=(list(dshape), list(ishape)))
     return _lowered(model, "lowered")

@@ -198,5 +198,5 @@ def test_auto_and_lower_agree_on_the_zoo(converted):
 def test_zoo_converted_without_index_guard_has_no_copy(name):
     result = convert(zoo.get(name).load_model(), "dml", strategy="auto", check_indices=False)
     assert not any(n.name.endswith("/IndexOrSizeOutOfRange") for n in result.model.graph.node)
-    gpu, cpu, copies = _triple(result.report.inspect.to_dict()["summary"])
+    _, cpu, copies = _triple(result.report.inspect.to_dict()["summary"])
     assert (cpu, copies) == (0, 0), result.report.to_dict()["inspect"]["nodes"]

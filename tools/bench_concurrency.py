@@ -22,10 +22,10 @@ import onnxruntime as ort
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 
-import ort_dml_ops  # noqa: E402
-from ort_dml_ops import DOMAIN  # noqa: E402
-from ort_dml_ops.bench.timing import quiet_session_options  # noqa: E402
-from tests.bad_inputs.corpus import cumsum_model  # noqa: E402
+import ort_dml_ops
+from ort_dml_ops import DOMAIN
+from ort_dml_ops.bench.timing import quiet_session_options
+from tests.bad_inputs.corpus import cumsum_model
 
 
 def _so():

@@ -31,7 +31,7 @@ import onnx
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from ort_dml_ops import GraphBuilder  # noqa: E402
+from ort_dml_ops import GraphBuilder
 
 ZOO = ROOT / "ort_dml_ops" / "data" / "zoo"
 F16_LOWEST = float(np.finfo(np.float16).min)

@@ -285,7 +285,7 @@ def _pyg_export_max(feeds, reduce):
     out = np.zeros((x.shape[0], src.shape[1]), src.dtype)
     pick = np.maximum if reduce == "max" else np.minimum
     fill = src.min() if reduce == "max" else src.max()
-    for i, j in enumerate(index):
+    for j in index:
         out[j] = pick(out[j], fill)
     for i, j in enumerate(index):
         out[j] = pick(out[j], src[i])

@@ -41,8 +41,8 @@ def _block(n: int) -> int | None:
 
 def proto_model(shape, axis: int, dtype: str = "float32") -> onnx.ModelProto | None:
     n = shape[axis]
-    O = int(np.prod(shape[:axis], dtype=np.int64))
-    I = int(np.prod(shape[axis + 1:], dtype=np.int64))
+    O = int(np.prod(shape[:axis], dtype=np.int64))  # noqa: E741 - outer, inner: the usual names
+    I = int(np.prod(shape[axis + 1:], dtype=np.int64))  # noqa: E741
     b = _block(n)
     if b is None or I < 16 or n < 4:
         return None
@@ -107,7 +107,7 @@ def run_proto(shapes, reps: int = 9) -> list[dict]:
                              ("lowered", cur), ("proto", proto))}
         outs = {k: s.run(None, {"x": x})[0] for k, s in sess.items()}
         ref = np.cumprod(x.astype(np.float64), axis=axis)
-        t = interleaved({k: (lambda s=s: s.run(None, {"x": x})) for k, s in sess.items()}, reps)
+        t = interleaved({k: (lambda s=s, x=x: s.run(None, {"x": x})) for k, s in sess.items()}, reps)
         ms = {k: v["median_s"] * 1e3 for k, v in t.items()}
         rows.append({"shape": list(shape), "axis": axis, "ms": {k: round(v, 3) for k, v in ms.items()},
                      "lowered/native": round(ms["lowered"] / ms["native"], 2),

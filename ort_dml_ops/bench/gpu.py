@@ -13,6 +13,7 @@ import json
 import os
 import tempfile
 import warnings
+from functools import partial
 
 import onnxruntime as ort
 
@@ -88,7 +89,7 @@ def run_gpu(sizes, reps: int, dtype: str = "float32") -> dict:
                     lowered = convert(src, target, strategy="lower").model
                     s_low = _session(lowered, ep, tmp)
                     s_left = _session(left, ep, tmp, fallback=left is domain_m if op == "CumProd" else False)
-                    fns = {"lowered_gpu": lambda: s_low.run(None, feeds), "left_native": lambda: s_left.run(None, feeds)}
+                    fns = {"lowered_gpu": partial(s_low.run, None, feeds), "left_native": partial(s_left.run, None, feeds)}
                     for fn in fns.values():
                         fn()
                     t = interleaved(fns, reps)

@@ -41,7 +41,7 @@ def verdicts(result: dict) -> list[dict]:
                     "limit": 2.0, "worst": r, "status": "met" if r <= 2 else "missed"})
         if "convert_native/baseline" in conv:
             r = conv["convert_native/baseline"]
-            out.append({"target": f"convert, nothing rewritten (strategy native) <= 2x load+check+save", "limit": 2.0,
+            out.append({"target": "convert, nothing rewritten (strategy native) <= 2x load+check+save", "limit": 2.0,
                         "worst": r, "status": "met" if r <= 2 else "missed"})
         out.append({"target": f"inspect < 2 s ({conv['nodes_in']} nodes)", "limit": 2.0, "worst": conv["inspect_s"],
                     "status": "met" if conv["inspect_s"] < 2 else "missed"})

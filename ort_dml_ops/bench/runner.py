@@ -36,7 +36,7 @@ class Config:
     mode: str = "quick"
 
     @classmethod
-    def preset(cls, mode: str, **overrides) -> "Config":
+    def preset(cls, mode: str, **overrides) -> Config:
         base = dict(FULL if mode == "full" else QUICK)
         base.update({k: v for k, v in overrides.items() if v is not None})
         return cls(mode=mode, **base)

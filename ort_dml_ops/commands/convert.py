@@ -175,7 +175,7 @@ def verify(original, converted, feeds: dict | None = None, rtol: float = 1e-3, a
         a = _session(o.SerializeToString(), uses(o)).run(None, feeds)
     except UserError:
         raise
-    except Exception as exc:
+    except Exception as exc:  # noqa: BLE001 - ORT's own error, reported in one line
         raise UserError(f"--verify: the original model does not run on the CPU EP ({str(exc).splitlines()[0]})") from None
     b = _session(converted.SerializeToString(), uses(converted)).run(None, feeds)
     problems = []

@@ -61,7 +61,7 @@ Rules (what mirrors what):
 
 from __future__ import annotations
 
-from functools import lru_cache
+from functools import cache
 
 from . import kernels
 from .target import CPU, CUDA, DML, WEBGPU, Decision, Target, opsets_of, type_string
@@ -85,7 +85,7 @@ WEBGPU_MAX_IO_WIDTH = 8
 WEBGPU_COST_FACTS = {"cumsum_native_max_axis": 64}
 
 
-@lru_cache(maxsize=None)
+@cache
 def get_target(name: str = "dml") -> Target:
     """The capability model for target `name` ("dml", "cuda", "webgpu", "cpu"; ORT provider names accepted)."""
     key = {v: k for k, v in TARGETS.items()}.get(name, name)

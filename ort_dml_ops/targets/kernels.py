@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from functools import cached_property, lru_cache
+from functools import cache, cached_property
 from pathlib import Path
 
 DATA_DIR = Path(__file__).resolve().parent / "data"
@@ -105,13 +105,13 @@ def _rows_to_table(data: dict, live: bool = False) -> KernelTable:
     return KernelTable(data["provider"], data.get("build", ""), data.get("source", {}), by_op, live)
 
 
-@lru_cache(maxsize=None)
+@cache
 def recorded(name: str) -> KernelTable:
     """A recorded table from ort_dml_ops/targets/data/<name>."""
     return _rows_to_table(json.loads((DATA_DIR / name).read_text()))
 
 
-@lru_cache(maxsize=None)
+@cache
 def live(provider: str) -> KernelTable | None:
     """The installed onnxruntime's own table for `provider` (get_all_opkernel_def), or None."""
     try:
@@ -123,7 +123,7 @@ def live(provider: str) -> KernelTable | None:
         return None
     try:
         defs = C.get_all_opkernel_def()
-    except Exception:  # pragma: no cover - builds without schema export
+    except Exception:  # noqa: BLE001 # pragma: no cover - builds without schema export
         return None
     rows = []
     for d in defs:

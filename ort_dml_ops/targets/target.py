@@ -9,8 +9,8 @@ creation ("Could not find an implementation for ...").
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Mapping
 
 import onnx
 

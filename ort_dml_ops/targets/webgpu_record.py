@@ -513,7 +513,7 @@ def since_versions(op: str, lo: int = MIN_OPSET, hi: int = MAX_OPSET) -> list[in
 def cases(ops=OPS, dtypes=DTYPES) -> list[OpCase]:
     out = []
     for op in ops:
-        for since, opset in since_versions(op):
+        for _since, opset in since_versions(op):
             schema = onnx.defs.get_schema(op, opset, "")
             allowed = {
                 c.type_param_str: set(c.allowed_type_strs)

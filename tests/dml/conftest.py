@@ -21,7 +21,7 @@ _TOOLS = Path(__file__).resolve().parents[2] / "tools"
 sys.path.insert(0, str(_TOOLS))
 os.environ.setdefault("DML_LANE_DRIVER", str(_TOOLS / "dml_lane"))
 
-from dml_lane.driver import lane_available, run_cases  # noqa: E402
+from dml_lane.driver import lane_available, run_cases
 
 _TIMINGS: list[tuple[str, int, float]] = []
 

@@ -14,11 +14,11 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from dml_lane.driver import CPU, DML, Case
 from onnx import helper, numpy_helper
 
 from ort_dml_ops import DOMAIN
 from ort_dml_ops.conversion import convert
-from dml_lane.driver import CPU, DML, Case
 from tests.support import np_scatter_elements
 
 pytestmark = pytest.mark.dml
@@ -136,7 +136,7 @@ LANE_CASES += [Case(f"{name}:bad-index", model, _BAD[name], session_options=AS_U
 
 @pytest.mark.parametrize("name", list(MODELS))
 def test_converted_model_runs_entirely_on_dml(lane_results, name):
-    model, _, want = MODELS[name]
+    _, _, want = MODELS[name]
     r = lane_results[name]
     assert r.ok, f"{name}: {r.stage}: {r.error}"
     assert r.providers[0] == DML, r.providers

@@ -23,10 +23,10 @@ from dataclasses import dataclass
 from typing import Any
 
 import pytest
+from dml_lane.driver import CPU, DML, Case
 
 from ort_dml_ops import DOMAIN, inspect, zoo
 from ort_dml_ops.conversion import convert
-from dml_lane.driver import CPU, DML, Case
 
 pytestmark = pytest.mark.dml
 

@@ -111,7 +111,7 @@ def main(argv=None) -> int:
     n_mis = sum(1 for r in rows if r[4].startswith("MISMATCH"))
     lines = [BEGIN, "",
              (f"{len(rows)} cases ({'full corpus' if args.full else 'default selection'}), "
-             f"onnxruntime-directml {dml[0].providers and 'DML' or ''} lane; "
+             f"onnxruntime-directml {(dml[0].providers and 'DML') or ''} lane; "
              f"{n_match} match, {n_mis} mismatch, {n_fail} fail; DML part {t_dml:.0f}s, total {elapsed:.0f}s. "
              f"'match' = same outputs as the lane's CPU EP (same build) and the Linux reference."), "",
              "| op | dtype | opset | case | result | placement (ORT) | error / note |",
