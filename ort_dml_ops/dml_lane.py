@@ -95,6 +95,8 @@ def load_driver() -> ModuleType:
     if spec is None or spec.loader is None:
         raise LaneUnavailable(f"DML lane driver {path} cannot be imported")
     module = importlib.util.module_from_spec(spec)
-    sys.modules[_DRIVER_MODULE] = module  # dataclasses look their module up while defined
+    sys.modules[_DRIVER_MODULE] = (
+        module  # dataclasses look their module up while defined
+    )
     spec.loader.exec_module(module)
     return module

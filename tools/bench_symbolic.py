@@ -24,12 +24,18 @@ from ort_dml_ops.bench.timing import interleaved, quiet_session_options
 
 
 def cumprod_model(shape, axis):
-    g = helper.make_graph([helper.make_node("CumProd", ["x", "axis"], ["y"], domain=DOMAIN)], "cumprod",
-                          [helper.make_tensor_value_info("x", TensorProto.FLOAT, shape)],
-                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, shape)],
-                          [numpy_helper.from_array(np.array(axis, np.int64), "axis")])
-    return helper.make_model(g, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid(DOMAIN, 1)],
-                             ir_version=10)
+    g = helper.make_graph(
+        [helper.make_node("CumProd", ["x", "axis"], ["y"], domain=DOMAIN)],
+        "cumprod",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, shape)],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, shape)],
+        [numpy_helper.from_array(np.array(axis, np.int64), "axis")],
+    )
+    return helper.make_model(
+        g,
+        opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid(DOMAIN, 1)],
+        ir_version=10,
+    )
 
 
 def case(n: int, elements: int, axis: int, reps: int) -> dict:
@@ -40,16 +46,31 @@ def case(n: int, elements: int, axis: int, reps: int) -> dict:
     static = convert(cumprod_model(shape, axis), "dml", strategy="lower")
     symbolic = convert(cumprod_model(sym, axis), "dml", strategy="lower")
     x = np.random.default_rng(n).uniform(0.9, 1.1, shape).astype(np.float32)
-    sess = {k: ort.InferenceSession(r.model.SerializeToString(), quiet_session_options(), providers=["CPUExecutionProvider"])
-            for k, r in (("static", static), ("symbolic", symbolic))}
+    sess = {
+        k: ort.InferenceSession(
+            r.model.SerializeToString(),
+            quiet_session_options(),
+            providers=["CPUExecutionProvider"],
+        )
+        for k, r in (("static", static), ("symbolic", symbolic))
+    }
     a, b = (s.run(None, {"x": x})[0] for s in sess.values())
-    t = interleaved({k: (lambda s=s: s.run(None, {"x": x})) for k, s in sess.items()}, reps)
-    return {"n": n, "shape": shape, "axis": axis,
-            "static_ms": t["static"]["median_s"] * 1e3, "symbolic_ms": t["symbolic"]["median_s"] * 1e3,
-            "ratio": t["symbolic"]["median_s"] / t["static"]["median_s"],
-            "static_nodes": len(static.model.graph.node), "symbolic_nodes": len(symbolic.model.graph.node),
-            "max_rel_diff": float(np.max(np.abs(a - b) / np.maximum(np.abs(a), 1e-30))),
-            "static_plan": static.report.nodes[0].note, "symbolic_plan": symbolic.report.nodes[0].note}
+    t = interleaved(
+        {k: (lambda s=s: s.run(None, {"x": x})) for k, s in sess.items()}, reps
+    )
+    return {
+        "n": n,
+        "shape": shape,
+        "axis": axis,
+        "static_ms": t["static"]["median_s"] * 1e3,
+        "symbolic_ms": t["symbolic"]["median_s"] * 1e3,
+        "ratio": t["symbolic"]["median_s"] / t["static"]["median_s"],
+        "static_nodes": len(static.model.graph.node),
+        "symbolic_nodes": len(symbolic.model.graph.node),
+        "max_rel_diff": float(np.max(np.abs(a - b) / np.maximum(np.abs(a), 1e-30))),
+        "static_plan": static.report.nodes[0].note,
+        "symbolic_plan": symbolic.report.nodes[0].note,
+    }
 
 
 def main() -> None:
@@ -59,15 +80,25 @@ def main() -> None:
     ap.add_argument("--reps", type=int, default=7)
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
-    rows = [case(int(n), args.elements, axis, args.reps) for n in args.lengths.split(",") for axis in (1, 0)]
+    rows = [
+        case(int(n), args.elements, axis, args.reps)
+        for n in args.lengths.split(",")
+        for axis in (1, 0)
+    ]
     if args.json:
         print(json.dumps({"onnxruntime": ort.__version__, "cases": rows}, indent=1))
         return
-    print(f"onnxruntime {ort.__version__}, CPU EP, CumProd lowered: symbolic axis length vs static, interleaved medians")
-    print(f"{'n':>7} {'shape':>16} {'axis':>4} {'static ms':>10} {'symbolic ms':>12} {'ratio':>6} {'nodes s/sym':>12} {'max rel diff':>12}")
+    print(
+        f"onnxruntime {ort.__version__}, CPU EP, CumProd lowered: symbolic axis length vs static, interleaved medians"
+    )
+    print(
+        f"{'n':>7} {'shape':>16} {'axis':>4} {'static ms':>10} {'symbolic ms':>12} {'ratio':>6} {'nodes s/sym':>12} {'max rel diff':>12}"
+    )
     for r in rows:
-        print(f"{r['n']:>7} {r['shape']!s:>16} {r['axis']:>4} {r['static_ms']:10.2f} {r['symbolic_ms']:12.2f} "
-              f"{r['ratio']:6.2f} {r['static_nodes']:>5}/{r['symbolic_nodes']:<6} {r['max_rel_diff']:12.2e}")
+        print(
+            f"{r['n']:>7} {r['shape']!s:>16} {r['axis']:>4} {r['static_ms']:10.2f} {r['symbolic_ms']:12.2f} "
+            f"{r['ratio']:6.2f} {r['static_nodes']:>5}/{r['symbolic_nodes']:<6} {r['max_rel_diff']:12.2e}"
+        )
 
 
 if __name__ == "__main__":

@@ -52,7 +52,10 @@ def main(argv=None) -> int:
     import numpy as np
 
     from ort_dml_ops import DOMAIN, zoo
-    sys.path.insert(0, str(Path(__file__).resolve().parent))  # tools/: the dml_lane package
+
+    sys.path.insert(
+        0, str(Path(__file__).resolve().parent)
+    )  # tools/: the dml_lane package
     from dml_lane.truth import record
 
     inputs = None

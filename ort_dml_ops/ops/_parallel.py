@@ -24,7 +24,9 @@ def workers() -> int:
 def _pool() -> ThreadPoolExecutor:
     global _POOL
     if _POOL is None:
-        _POOL = ThreadPoolExecutor(max_workers=workers(), thread_name_prefix="ort_dml_ops")
+        _POOL = ThreadPoolExecutor(
+            max_workers=workers(), thread_name_prefix="ort_dml_ops"
+        )
     return _POOL
 
 

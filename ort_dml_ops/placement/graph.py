@@ -96,7 +96,10 @@ class Graph:
     def producers(self) -> dict:
         """value -> the node writing it (cached per graph version: treat as read-only)."""
         if self._producers[0] != self.version:
-            self._producers = (self.version, {o: n for n in self.nodes for o in n.outputs if o})
+            self._producers = (
+                self.version,
+                {o: n for n in self.nodes for o in n.outputs if o},
+            )
         return self._producers[1]
 
     def consumers(self) -> dict:

@@ -66,7 +66,18 @@ from functools import cache
 from . import kernels
 from .target import CPU, CUDA, DML, WEBGPU, Decision, Target, opsets_of, type_string
 
-__all__ = ["CPU", "CUDA", "DML", "TARGETS", "WEBGPU", "Decision", "Target", "get_target", "opsets_of", "type_string"]
+__all__ = [
+    "CPU",
+    "CUDA",
+    "DML",
+    "TARGETS",
+    "WEBGPU",
+    "Decision",
+    "Target",
+    "get_target",
+    "opsets_of",
+    "type_string",
+]
 
 #: target name -> ORT provider name
 TARGETS = {"dml": DML, "cuda": CUDA, "webgpu": WEBGPU, "cpu": CPU}
@@ -91,18 +102,29 @@ def get_target(name: str = "dml") -> Target:
     key = {v: k for k, v in TARGETS.items()}.get(name, name)
     key = key.lower() if isinstance(key, str) else key
     if key == "dml":
-        return Target("dml", DML, kernels.recorded(DML_TABLE), kernels.recorded(DML_CPU_TABLE))
+        return Target(
+            "dml", DML, kernels.recorded(DML_TABLE), kernels.recorded(DML_CPU_TABLE)
+        )
     cpu = kernels.live(CPU) or kernels.recorded(DML_CPU_TABLE)
     if key == "cuda":
-        return Target("cuda", CUDA, kernels.live(CUDA) or kernels.recorded(CUDA_TABLE), cpu)
+        return Target(
+            "cuda", CUDA, kernels.live(CUDA) or kernels.recorded(CUDA_TABLE), cpu
+        )
     if key == "cpu":
         return Target("cpu", CPU, None, cpu)
     if key == "webgpu":
         # The plugin (0.4.0) keeps a node its kernel takes on WebGPU even when every input is a
         # CPU-side value: ORT's GetCpuPreferredNodes does not run for it (measured; pinned by
         # tests/webgpu/test_models_webgpu.py::test_plugin_keeps_cpu_fed_nodes_on_webgpu).
-        return Target("webgpu", WEBGPU, kernels.recorded(WEBGPU_TABLE), cpu, max_io_width=WEBGPU_MAX_IO_WIDTH,
-                      cost_facts=WEBGPU_COST_FACTS, cpu_preferred=False)
+        return Target(
+            "webgpu",
+            WEBGPU,
+            kernels.recorded(WEBGPU_TABLE),
+            cpu,
+            max_io_width=WEBGPU_MAX_IO_WIDTH,
+            cost_facts=WEBGPU_COST_FACTS,
+            cpu_preferred=False,
+        )
     from ..errors import UserError
 
     raise UserError(f"unknown target {name!r}; choose one of: {', '.join(TARGETS)}")

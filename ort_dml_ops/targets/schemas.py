@@ -66,8 +66,14 @@ def bindings(op: str, domain: str, opset: int | None):
         return None
     ins = tuple(p.type_str for p in s.inputs)
     outs = tuple(p.type_str for p in s.outputs)
-    var_in = bool(s.inputs) and s.inputs[-1].option == onnx.defs.OpSchema.FormalParameterOption.Variadic
-    var_out = bool(s.outputs) and s.outputs[-1].option == onnx.defs.OpSchema.FormalParameterOption.Variadic
+    var_in = (
+        bool(s.inputs)
+        and s.inputs[-1].option == onnx.defs.OpSchema.FormalParameterOption.Variadic
+    )
+    var_out = (
+        bool(s.outputs)
+        and s.outputs[-1].option == onnx.defs.OpSchema.FormalParameterOption.Variadic
+    )
     return ins, var_in, outs, var_out
 
 
@@ -79,7 +85,9 @@ def type_resolver(node_inputs, node_outputs, bind, value_type):
     """
     ins, _, outs, _ = bind
 
-    def actual(names, i):  # a variadic last formal is checked by its first actual argument
+    def actual(
+        names, i
+    ):  # a variadic last formal is checked by its first actual argument
         return names[i] if i < len(names) else ""
 
     def resolve(constraint: str):
@@ -101,4 +109,6 @@ def allowed_types(op: str, domain: str, opset: int | None) -> dict:
     s = get_schema(op, domain, opset)
     if s is None:
         return {}
-    return {c.type_param_str: frozenset(c.allowed_type_strs) for c in s.type_constraints}
+    return {
+        c.type_param_str: frozenset(c.allowed_type_strs) for c in s.type_constraints
+    }

@@ -54,4 +54,6 @@ def pytest_terminal_summary(terminalreporter):
     if _TIMINGS:
         terminalreporter.write_sep("-", "DML lane batches")
         for mod, n, secs in _TIMINGS:
-            terminalreporter.write_line(f"{mod}: {n} cases on the real DML EP in {secs:.1f}s")
+            terminalreporter.write_line(
+                f"{mod}: {n} cases on the real DML EP in {secs:.1f}s"
+            )

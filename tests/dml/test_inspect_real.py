@@ -81,8 +81,12 @@ def truths(lane_ready):
 #: order among the export's duplicate Shape nodes changes once the lowering reads one of them.
 #: Pinned exactly: any other problem, or this one gone, fails the test.
 KNOWN_DISAGREEMENT = {
-    "real/hf_top_p:dml": ["node_Shape_19: predicted DmlExecutionProvider, ORT assigned no such node"],
-    "real/hf_top_p_opset18:dml": ["node_Shape_19: predicted DmlExecutionProvider, ORT assigned no such node"],
+    "real/hf_top_p:dml": [
+        "node_Shape_19: predicted DmlExecutionProvider, ORT assigned no such node"
+    ],
+    "real/hf_top_p_opset18:dml": [
+        "node_Shape_19: predicted DmlExecutionProvider, ORT assigned no such node"
+    ],
 }
 
 

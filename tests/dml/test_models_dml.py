@@ -42,6 +42,8 @@ DML_CANNOT_RUN = {"real/pyg_scatter_max_torchscript", "real/scatter_reduce_torch
 
 def _guards(model) -> int:
     return sum(n.name.endswith("/IndexOrSizeOutOfRange") for n in model.graph.node)
+
+
 AS_USERS_RUN = {"graph_optimization_level": "ORT_ENABLE_ALL"}  # ORT's default
 
 
@@ -131,7 +133,10 @@ def _summary(r) -> str:
 def test_converted_model_runs_on_dml(name, lane_results):
     e, r = ENTRIES[name], lane_results[f"{name}:converted"]
     if name in DML_CANNOT_RUN:
-        assert not r.ok and "MLOperatorAuthorImpl" in (r.error or ""), (r.stage, r.error)
+        assert not r.ok and "MLOperatorAuthorImpl" in (r.error or ""), (
+            r.stage,
+            r.error,
+        )
         return
     assert r.ok, f"{name}: {r.stage}: {r.error}"
     assert r.providers[0] == DML, r.providers
@@ -151,7 +156,10 @@ def test_converted_model_runs_on_dml(name, lane_results):
     else:  # a real export may copy for its own shape ops
         before = lane_results[f"{name}:original"]
         if before.ok:
-            assert len(r.memcpy) <= len(before.memcpy) + 2 * guards, (r.memcpy, before.memcpy)
+            assert len(r.memcpy) <= len(before.memcpy) + 2 * guards, (
+                r.memcpy,
+                before.memcpy,
+            )
 
 
 @pytest.mark.parametrize("name", list(ENTRIES))
@@ -160,15 +168,27 @@ def test_original_model_on_dml_matches_inspect(name, lane_results):
     nodes ORT puts on the CPU EP are the ones `inspect` predicts for ORT's default options."""
     e, r = ENTRIES[name], lane_results[f"{name}:original"]
     if name in DML_CANNOT_RUN:
-        assert not r.ok and "MLOperatorAuthorImpl" in (r.error or ""), (r.stage, r.error)
+        assert not r.ok and "MLOperatorAuthorImpl" in (r.error or ""), (
+            r.stage,
+            r.error,
+        )
         return
     predicted = inspect(e.model, "dml").to_dict()
-    creation_failures = [n["name"] for n in predicted["nodes"] if "fails to create this kernel" in n["reason"]]
+    creation_failures = [
+        n["name"]
+        for n in predicted["nodes"]
+        if "fails to create this kernel" in n["reason"]
+    ]
     if not r.ok and creation_failures:
         # the DML EP refuses Reshape(allowzero=1), which inspect names and convert removes
-        assert "MLOperatorAuthorImpl" in (r.error or "") or "8007" in (r.error or ""), (r.stage, r.error)
+        assert "MLOperatorAuthorImpl" in (r.error or "") or "8007" in (r.error or ""), (
+            r.stage,
+            r.error,
+        )
         return
-    assert not creation_failures, f"{name}: inspect predicted a failure, ORT ran it: {creation_failures}"
+    assert not creation_failures, (
+        f"{name}: inspect predicted a failure, ORT ran it: {creation_failures}"
+    )
     if not r.ok:
         assert e.native_error and e.native_error in (r.error or ""), (
             f"{name}: {r.stage}: {r.error}"

@@ -40,12 +40,20 @@ def select(full: bool):
         key = (s.op, s.dtype)
         take = s.representative or s.op == "Slice/Pad/Mul"
         take = take or (key not in seen and s.opset == 17)
-        take = take or (s.op in ("ScatterElements", "ScatterND") and s.opset in (16, 18) and s.dtype == "float32")
+        take = take or (
+            s.op in ("ScatterElements", "ScatterND")
+            and s.opset in (16, 18)
+            and s.dtype == "float32"
+        )
         if take:
             chosen.append(s)
             seen.add(key)
     names = {s.name for s in chosen}
-    for s in corpus.known_specs() + corpus.former_emulator_failure_specs() + corpus.working_pattern_specs():
+    for s in (
+        corpus.known_specs()
+        + corpus.former_emulator_failure_specs()
+        + corpus.working_pattern_specs()
+    ):
         if s.name not in names:
             chosen.append(s)
             names.add(s.name)
@@ -56,12 +64,34 @@ def verdict(spec, dml, cpu, ref_err):
     if not dml.ok:
         return f"FAIL {dml.stage}"
     no_cpu_kernel = not cpu.ok and "NOT_IMPLEMENTED" in (cpu.error or "")
-    vs_cpu = None if no_cpu_kernel else (
-        corpus.compare(spec, dml.outputs, cpu.outputs) if cpu.ok else f"lane CPU EP failed: {cpu.error}")
-    vs_ref = corpus.compare(spec, dml.outputs, corpus.reference(spec)) if not ref_err else None
+    vs_cpu = (
+        None
+        if no_cpu_kernel
+        else (
+            corpus.compare(spec, dml.outputs, cpu.outputs)
+            if cpu.ok
+            else f"lane CPU EP failed: {cpu.error}"
+        )
+    )
+    vs_ref = (
+        corpus.compare(spec, dml.outputs, corpus.reference(spec))
+        if not ref_err
+        else None
+    )
     if vs_cpu is None and vs_ref is None:
-        return "match (reference only: the CPU EP has no kernel)" if no_cpu_kernel else "match"
-    return "MISMATCH: " + "; ".join(x for x in (vs_cpu and f"vs CPU EP: {vs_cpu}", vs_ref and f"vs reference: {vs_ref}") if x)
+        return (
+            "match (reference only: the CPU EP has no kernel)"
+            if no_cpu_kernel
+            else "match"
+        )
+    return "MISMATCH: " + "; ".join(
+        x
+        for x in (
+            vs_cpu and f"vs CPU EP: {vs_cpu}",
+            vs_ref and f"vs reference: {vs_ref}",
+        )
+        if x
+    )
 
 
 def where(r):
@@ -84,9 +114,13 @@ def main(argv=None) -> int:
         return 1
     specs = select(args.full)
     t0 = time.time()
-    dml = run_cases([s.case("dml") for s in specs], sessions_per_process=args.sessions_per_process)
+    dml = run_cases(
+        [s.case("dml") for s in specs], sessions_per_process=args.sessions_per_process
+    )
     t_dml = time.time() - t0
-    cpu = run_cases([s.case("cpu") for s in specs], sessions_per_process=64)  # no DML: no leak
+    cpu = run_cases(
+        [s.case("cpu") for s in specs], sessions_per_process=64
+    )  # no DML: no leak
     elapsed = time.time() - t0
     rows, raw = [], []
     for s, d, c in zip(specs, dml, cpu):
@@ -98,40 +132,73 @@ def main(argv=None) -> int:
         v = verdict(s, d, c, ref_err)
         err = ""
         if not d.ok:
-            m = re.search(r"([A-Za-z]+\.cpp\(\d+\)).*?(\b8007\w+\b[^\n]*)", d.error or "", re.DOTALL)
-            err = f"{m.group(1)} {m.group(2).strip()}" if m else (d.error or "").splitlines()[0][:140]
+            m = re.search(
+                r"([A-Za-z]+\.cpp\(\d+\)).*?(\b8007\w+\b[^\n]*)",
+                d.error or "",
+                re.DOTALL,
+            )
+            err = (
+                f"{m.group(1)} {m.group(2).strip()}"
+                if m
+                else (d.error or "").splitlines()[0][:140]
+            )
         rows.append((s.op, s.dtype, s.opset, s.name, v, where(d), err, s.note))
-        raw.append({"name": s.name, "op": s.op, "dtype": s.dtype, "opset": s.opset, "verdict": v, "ok": d.ok,
-                    "stage": d.stage, "error": d.error, "providers": d.providers, "placement": d.placement,
-                    "copies": d.copies, "fused": d.fused, "cpu_ok": c.ok, "reference_error": ref_err,
-                    "session_s": d.session_s})
+        raw.append(
+            {
+                "name": s.name,
+                "op": s.op,
+                "dtype": s.dtype,
+                "opset": s.opset,
+                "verdict": v,
+                "ok": d.ok,
+                "stage": d.stage,
+                "error": d.error,
+                "providers": d.providers,
+                "placement": d.placement,
+                "copies": d.copies,
+                "fused": d.fused,
+                "cpu_ok": c.ok,
+                "reference_error": ref_err,
+                "session_s": d.session_s,
+            }
+        )
     rows.sort(key=lambda r: (r[0], r[1], r[2], r[3]))
     n_match = sum(1 for r in rows if r[4].startswith("match"))
     n_fail = sum(1 for r in rows if r[4].startswith("FAIL"))
     n_mis = sum(1 for r in rows if r[4].startswith("MISMATCH"))
-    lines = [BEGIN, "",
-             (f"{len(rows)} cases ({'full corpus' if args.full else 'default selection'}), "
-             f"onnxruntime-directml {(dml[0].providers and 'DML') or ''} lane; "
-             f"{n_match} match, {n_mis} mismatch, {n_fail} fail; DML part {t_dml:.0f}s, total {elapsed:.0f}s. "
-             f"'match' = same outputs as the lane's CPU EP (same build) and the Linux reference."), "",
-             "| op | dtype | opset | case | result | placement (ORT) | error / note |",
-             "|---|---|---|---|---|---|---|"]
+    lines = [
+        BEGIN,
+        "",
+        (
+            f"{len(rows)} cases ({'full corpus' if args.full else 'default selection'}), "
+            f"onnxruntime-directml {(dml[0].providers and 'DML') or ''} lane; "
+            f"{n_match} match, {n_mis} mismatch, {n_fail} fail; DML part {t_dml:.0f}s, total {elapsed:.0f}s. "
+            f"'match' = same outputs as the lane's CPU EP (same build) and the Linux reference."
+        ),
+        "",
+        "| op | dtype | opset | case | result | placement (ORT) | error / note |",
+        "|---|---|---|---|---|---|---|",
+    ]
     for op, dt, opset, name, v, pl, err, note in rows:
         cell = "; ".join(x for x in (err, note) if x).replace("|", "\\|")
-        lines.append(f"| {op} | {dt} | {opset} | `{name}` | {v.replace('|', '/')} | {pl} | {cell} |")
+        lines.append(
+            f"| {op} | {dt} | {opset} | `{name}` | {v.replace('|', '/')} | {pl} | {cell} |"
+        )
     lines += ["", END]
     block = "\n".join(lines)
     out = Path(args.out)
     text = out.read_text() if out.exists() else ""
     if BEGIN in text and END in text:
-        text = text[: text.index(BEGIN)] + block + text[text.index(END) + len(END):]
+        text = text[: text.index(BEGIN)] + block + text[text.index(END) + len(END) :]
     else:
         text = text + ("\n" if text else "") + block + "\n"
     out.write_text(text)
     if args.json:
         Path(args.json).write_text(json.dumps(raw, indent=1))
-    print(f"conformance: {len(rows)} cases: {n_match} match, {n_mis} mismatch, {n_fail} fail "
-          f"({elapsed:.0f}s) -> {out}")
+    print(
+        f"conformance: {len(rows)} cases: {n_match} match, {n_mis} mismatch, {n_fail} fail "
+        f"({elapsed:.0f}s) -> {out}"
+    )
     return 0
 
 
