@@ -13,6 +13,7 @@ with `onnx.checker.check_model(full_check=True)` and written with a loadable IR 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import onnx
@@ -106,7 +107,7 @@ class GraphBuilder:
     def scatter_elements(
         self, data, indices, updates, axis: int = 0, reduction: str = "none"
     ):
-        attrs = {"axis": axis}
+        attrs: dict[str, Any] = {"axis": axis}
         if reduction != "none":
             if self.opset < 16:
                 raise ValueError(

@@ -26,7 +26,7 @@ _ORT_TO_NUMPY = {
 
 
 def parse_input_args(pairs: list[str]) -> dict[str, Path]:
-    files = {}
+    files: dict[str, Path] = {}
     for pair in pairs:
         name, sep, path = pair.partition("=")
         if not sep or not name or not path:

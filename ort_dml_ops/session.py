@@ -22,7 +22,9 @@ import re
 import signal
 import threading
 import warnings
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import onnx
 import onnxruntime as ort
@@ -319,7 +321,7 @@ def _signals_deferred():
         yield  # handlers run on the main thread only: nothing to defer here
         return
     pending: list[int] = []
-    held = {}
+    held: dict[int, Callable[[int, Any], Any]] = {}
     for sig in (signal.SIGINT, signal.SIGTERM):
         handler = signal.getsignal(sig)
         if callable(handler):
@@ -328,8 +330,8 @@ def _signals_deferred():
     try:
         yield
     finally:
-        for sig, handler in held.items():
-            signal.signal(sig, handler)
+        for held_sig, handler in held.items():
+            signal.signal(held_sig, handler)
         for signum in dict.fromkeys(pending):
             held[signum](signum, None)
 

@@ -26,7 +26,7 @@ __all__ = ["ZooModel", "get", "models", "names"]
 
 
 def _files():
-    return resources.files("ort_dml_ops").joinpath("data", "zoo")
+    return resources.files("ort_dml_ops") / "data" / "zoo"
 
 
 @dataclass(frozen=True)

@@ -14,6 +14,7 @@ import os
 import tempfile
 import warnings
 from functools import partial
+from typing import Any
 
 import onnxruntime as ort
 
@@ -99,7 +100,7 @@ def run_gpu(sizes, reps: int, dtype: str = "float32") -> dict:
                     src = domain_m
                 else:
                     left = src = models.scatter_model(reduction, dtype, shape, axis)
-                row = {
+                row: dict[str, Any] = {
                     "case": models.case_name(op, reduction, dtype, size, axis),
                     "provider": ep,
                 }

@@ -20,6 +20,7 @@ import os
 import subprocess
 import sys
 import tempfile
+from typing import Any
 
 import numpy as np
 
@@ -70,7 +71,7 @@ def run_memory(vocab: int = VOCAB, batch: int = BATCH, reductions=REDUCTIONS) ->
                 "native": native,
                 "lowered": convert(native, "dml", strategy="lower").model,
             }
-            row = {
+            row: dict[str, Any] = {
                 "case": f"ScatterElements[{red}] float32 {shape} (K = {batch * vocab:,} updates)"
             }
             for name, model in variants.items():

@@ -10,6 +10,7 @@ reduction "none" (unique positions, so every implementation writes the same resu
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numpy as np
 import onnx
@@ -66,10 +67,13 @@ def scan_model(
 
 
 def scatter_model(
-    reduction: str, dtype: str, shape, axis: int, *, domain: str = ""
+    reduction: str | None, dtype: str, shape, axis: int, *, domain: str = ""
 ) -> onnx.ModelProto:
+    """ScatterElements(data, indices, updates) with `reduction` (None or "none": plain)."""
     opset = DOMAIN_OPSET if domain else NATIVE_OPSET["ScatterElements"]
-    attrs = {"axis": axis} | ({"reduction": reduction} if reduction != "none" else {})
+    attrs: dict[str, Any] = {"axis": axis}
+    if reduction not in (None, "none"):
+        attrs["reduction"] = reduction
     node = helper.make_node(
         "ScatterElements", ["data", "indices", "updates"], ["y"], domain=domain, **attrs
     )
@@ -92,9 +96,8 @@ def feeds_for(
     op: str, reduction: str | None, dtype: str, shape, axis: int, seed: int = 0
 ) -> dict:
     rng = np.random.default_rng(seed)
-    if (
-        op == "CumProd"
-    ):  # products of n factors near 1 stay far from overflow for n <= 3e4
+    # products of n factors near 1 stay far from overflow for n <= 3e4
+    if op == "CumProd":
         return {"x": rng.uniform(0.999, 1.001, shape).astype(dtype)}
     if op == "CumSum":
         return {"x": rng.uniform(-1, 1, shape).astype(dtype)}
@@ -141,7 +144,7 @@ def numpy_fn(op: str, reduction: str | None, axis: int, feeds: dict):
             if axis == 0
             else np.arange(rows)[:, None] * cols + idx
         )
-        _UFUNC[reduction].at(out.reshape(-1), pos.reshape(-1), upd.reshape(-1))
+        _UFUNC[str(reduction)].at(out.reshape(-1), pos.reshape(-1), upd.reshape(-1))
         return out
 
     return scatter

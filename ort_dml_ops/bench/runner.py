@@ -7,10 +7,11 @@ import os
 import platform
 import sys
 import time
+from typing import Any
 
 from . import models
 
-QUICK = dict(
+QUICK: dict[str, Any] = dict(
     sizes=(100_000, 1_000_000),
     dtypes=("float32",),
     axes=(0, 1),
@@ -20,7 +21,7 @@ QUICK = dict(
     convert_reps=1,
     gpu_sizes=(1_000_000,),
 )
-FULL = dict(
+FULL: dict[str, Any] = dict(
     sizes=(1_000, 10_000, 100_000, 1_000_000, 10_000_000, 30_000_000),
     dtypes=("float32", "float16"),
     axes=(0, 1),
@@ -30,9 +31,10 @@ FULL = dict(
     convert_reps=3,
     gpu_sizes=(1_000_000, 8_388_608, 30_000_000),
 )
-KINDS = (("CumSum", None), ("CumProd", None)) + tuple(
-    ("ScatterElements", r) for r in models.REDUCTIONS
-)
+KINDS: tuple[tuple[str, str | None], ...] = (
+    ("CumSum", None),
+    ("CumProd", None),
+) + tuple(("ScatterElements", r) for r in models.REDUCTIONS)
 
 
 @dataclasses.dataclass
@@ -42,17 +44,15 @@ class Config:
     axes: tuple = QUICK["axes"]
     kinds: tuple = KINDS
     reps: int = QUICK["reps"]
-    budget_s: float = QUICK[
-        "budget_s"
-    ]  # per case: rounds are cut to what fits (at least 3)
+    budget_s: float = QUICK["budget_s"]  # per case: rounds cut to what fits (>= 3)
     nodes: int = QUICK["nodes"]  # (f): 0 skips it
     convert_reps: int = QUICK["convert_reps"]
     convert_strategy: str = "auto"
     gpu: bool = True
-    proto: bool = False  # also measure the prototype CumProd construction (bench/cumprod_proto.py)
-    memory: bool = (
-        True  # peak memory of the lowered nucleus-sampling scatter (bench/memory.py)
-    )
+    # also measure the prototype CumProd construction (bench/cumprod_proto.py)
+    proto: bool = False
+    # peak memory of the lowered nucleus-sampling scatter (bench/memory.py)
+    memory: bool = True
     gpu_sizes: tuple = QUICK["gpu_sizes"]
     mode: str = "quick"
 

@@ -36,7 +36,7 @@ def interleaved(
             t = max(first_s.get(k, 0.0), 1e-9)
             n = min(reps, max(1, int(share / t)))
             counts[k] = max(n, min(min_reps, reps)) if t * min_reps <= 2 * share else n
-    times = {k: [] for k in fns}
+    times: dict[str, list[float]] = {k: [] for k in fns}
     for r in range(max(counts.values(), default=0)):
         for name, fn in fns.items():
             if r < counts[name]:

@@ -9,6 +9,8 @@ type, see kernels.py). The user's model is never modified: this works on a copy.
 
 from __future__ import annotations
 
+from typing import Any
+
 import onnx
 import onnx.inliner
 from onnx import TensorProto, helper
@@ -26,7 +28,7 @@ from .registry import (
 )
 
 FALLBACK_OPS = ("CumProd", "CumSum", "ScatterElements")
-_DEFAULTS = {
+_DEFAULTS: dict[str, dict[str, Any]] = {
     "CumProd": {"exclusive": 0, "reverse": 0},
     "CumSum": {"exclusive": 0, "reverse": 0},
     "ScatterElements": {"axis": 0, "reduction": "none"},
@@ -179,7 +181,7 @@ def _rewrite_node(
         )
         inputs[idx] = cast
 
-    attrs = dict(_DEFAULTS[op])
+    attrs: dict[str, Any] = dict(_DEFAULTS[op])
     attrs.update({a.name: helper.get_attribute_value(a) for a in node.attribute})
     attrs = {k: (v.decode() if isinstance(v, bytes) else v) for k, v in attrs.items()}
     attrs["compute"] = compute

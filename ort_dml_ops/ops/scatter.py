@@ -116,6 +116,7 @@ def _flat_targets(indices: np.ndarray, shape: tuple, axis: int) -> np.ndarray:
     ]  # element strides of C-contiguous data
     # Offset of every update's position on the other axes: a small broadcast sum of aranges.
     base = np.zeros((1,) * len(shape), np.int64)
+    coord: np.ndarray
     for d, coord in enumerate(np.indices(indices.shape, sparse=True)):
         if d != axis and indices.shape[d] > 1:
             base = base + coord.astype(np.int64) * int(strides[d])
