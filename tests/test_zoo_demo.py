@@ -4,7 +4,7 @@ import json
 
 from ort_dml_ops import zoo
 from ort_dml_ops.cli import main
-from ort_dml_ops.commands import demo
+from ort_dml_ops.commands import demo_html
 
 
 def test_demo_json_and_picture(tmp_path, capsys):
@@ -40,7 +40,7 @@ def test_demo_json_and_picture(tmp_path, capsys):
     page = out.read_text()
     assert (
         page.count("<svg") == 2
-        and demo.COLOURS["cpu"] in page
+        and demo_html.COLOURS["cpu"] in page
         and "<script" not in page
     )
 

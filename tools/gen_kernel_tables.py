@@ -19,7 +19,7 @@ Usage (each sub-command writes one file)::
 
 WebGPU is recorded, not parsed: the plugin (onnxruntime-ep-webgpu) keeps its kernel registry
 inside its own library, out of reach of ``get_all_opkernel_def()``. Every op of
-``ort_dml_ops.targets.webgpu_record.OPS`` (the families, everything the lowerings emit, common
+``tools/webgpu_lane/cases.py: OPS`` (the families, everything the lowerings emit, common
 ops of exported models) at each of its since-versions in opsets 11-26 and each element type its
 schema allows is opened as a single-node model on the WebGPU EP with
 ``session.record_ep_graph_assignment_info`` = "1"; ORT's ``get_provider_graph_assignment_info()``
@@ -407,7 +407,7 @@ def gen_webgpu() -> dict:
     import onnxruntime
 
     from ort_dml_ops.bench.webgpu import adapter_name
-    from ort_dml_ops.targets import webgpu_record as R
+    from webgpu_lane import record as R  # tools/webgpu_lane (this script's folder is on sys.path)
 
     if os.environ.get(
         "ORT_WEBGPU_EP_ALLOW_SOFTWARE_ADAPTER"
@@ -465,7 +465,7 @@ def gen_webgpu() -> dict:
         "source": {
             "how": "recorded: single-op models opened on the plugin with "
             "session.record_ep_graph_assignment_info=1 (tools/gen_kernel_tables.py webgpu, "
-            "ort_dml_ops/targets/webgpu_record.py)",
+            "tools/webgpu_lane/record.py)",
             "adapter": adapter_name(),
             "cpu_outputs": "Shape and Size write their output in CPU memory (as in every ORT GPU EP)",
             "tried": sorted(f"{k}" for k in tried),

@@ -33,7 +33,7 @@ Targets:
   versions only, no type constraints); CPU side: the installed CPU EP.
 * ``cpu``: the installed onnxruntime's CPU EP (live), the recorded 1.24.4 table if unavailable.
 * ``webgpu``: ONNX Runtime's WebGPU plugin EP (onnxruntime-ep-webgpu 0.4.0), table RECORDED from
-  the plugin (``data/webgpu_0.4.0.json``; how: ``webgpu_record.py``): a kernel matches only the
+  the plugin (``data/webgpu_0.4.0.json``; how: ``tools/webgpu_lane/record.py``): a kernel matches only the
   since-versions and type bindings the plugin was seen to take; the CPU side is the installed
   CPU EP. ``max_io_width`` = 8 (WebGPU guarantees 8 storage buffers per shader stage; lavapipe
   binds 16 and a Split into 17 outputs fails there), and ``cost_facts`` hold measured costs

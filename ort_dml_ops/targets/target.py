@@ -365,7 +365,7 @@ def _short(provider: str) -> str:
 
 
 def _recorded_attrs_check(node, k) -> str | None:
-    """A recorded kernel the EP took only with some attribute values (webgpu_record.py):
+    """A recorded kernel the EP took only with some attribute values (tools/webgpu_lane/record.py):
     the node's values of the recorded attributes must be one of the combinations taken."""
     attrs = {a.name: onnx.helper.get_attribute_value(a) for a in node.attribute}
     attrs = {n: v.decode() if isinstance(v, bytes) else v for n, v in attrs.items()}
