@@ -10,6 +10,7 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import UserError
+from ..feeds import random_model_feeds
 
 EPILOG = """\
 examples:
@@ -173,28 +174,6 @@ def _session(model_bytes: bytes, uses_domain: bool):
     return ort.InferenceSession(model_bytes, providers=["CPUExecutionProvider"])
 
 
-def random_inputs(model, seed: int = 0) -> dict:
-    import onnx
-
-    rng = np.random.default_rng(seed)
-    inits = {i.name for i in model.graph.initializer}
-    feeds = {}
-    for vi in model.graph.input:
-        if vi.name in inits:
-            continue
-        tt = vi.type.tensor_type
-        dt = onnx.helper.tensor_dtype_to_np_dtype(tt.elem_type)
-        shape = [d.dim_value if d.HasField("dim_value") else 3 for d in tt.shape.dim]
-        if np.issubdtype(dt, np.floating) or dt.kind == "V":
-            arr = rng.uniform(0.5, 1.5, shape).astype(np.float32).astype(dt)
-        elif dt == np.bool_:
-            arr = rng.integers(0, 2, shape).astype(bool)
-        else:  # small non-negative ints stay valid as indices into any axis of length >= 2
-            arr = rng.integers(0, 2, shape).astype(dt)
-        feeds[vi.name] = arr
-    return feeds
-
-
 def verify(
     original,
     converted,
@@ -229,7 +208,7 @@ def verify(
         onnx.external_data_helper.load_external_data_for_model(o, str(base_dir))
         onnx.external_data_helper.load_external_data_for_model(c, str(base_dir))
         converted = c
-    feeds = feeds or random_inputs(original)
+    feeds = feeds or random_model_feeds(original)
     try:
         a = _session(o.SerializeToString(), uses(o)).run(None, feeds)
     except UserError:
