@@ -20,8 +20,8 @@ import onnx
 from onnx import helper, numpy_helper
 
 from ._domain import DOMAIN, DOMAIN_VERSION
+from .domain_schemas import registered
 from .modelio import ir_version_for
-from .schemas import registered
 
 #: First ONNX opset with CumProd.
 ONNX_CUMPROD_OPSET = 26

@@ -47,7 +47,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from ort_dml_ops._domain import DOMAIN, DOMAIN_VERSION
-from ort_dml_ops.schemas import registered
+from ort_dml_ops.domain_schemas import registered
 
 OUT = ROOT / "models" / "real"
 FAMILY_OPS = ("CumSum", "CumProd", "ScatterElements", "ScatterND", "Scatter")

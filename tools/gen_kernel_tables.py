@@ -407,7 +407,9 @@ def gen_webgpu() -> dict:
     import onnxruntime
 
     from ort_dml_ops.bench.webgpu import adapter_name
-    from webgpu_lane import record as R  # tools/webgpu_lane (this script's folder is on sys.path)
+
+    # tools/webgpu_lane: this script's folder is on sys.path
+    from webgpu_lane import record as R
 
     if os.environ.get(
         "ORT_WEBGPU_EP_ALLOW_SOFTWARE_ADAPTER"

@@ -16,8 +16,8 @@ import onnx.inliner
 from onnx import TensorProto, helper
 
 from .._domain import DOMAIN
+from ..domain_schemas import registered
 from ..errors import UserError
-from ..schemas import registered
 from .registry import (
     KERNEL_DOMAIN,
     KERNEL_DOMAIN_VERSION,

@@ -8,8 +8,8 @@ import numpy as np
 import onnx
 import onnx.helper as oh
 import pytest
-from dml_lane.driver import lane_available
 
+from dml_lane.driver import lane_available
 from ort_dml_ops.cli import main
 
 

@@ -14,9 +14,9 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from dml_lane.driver import CPU, DML, Case
 from onnx import helper, numpy_helper
 
+from dml_lane.driver import CPU, DML, Case
 from ort_dml_ops import DOMAIN
 from ort_dml_ops.conversion import convert
 from tests.support import np_scatter_elements

@@ -14,6 +14,7 @@ from __future__ import annotations
 import os
 
 import pytest
+
 from dml_lane import corpus
 from dml_lane.driver import DML
 

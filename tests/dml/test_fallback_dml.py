@@ -10,6 +10,7 @@ import importlib.util
 
 import numpy as np
 import pytest
+
 from dml_lane import corpus
 from dml_lane.driver import CPU, DML, Case
 

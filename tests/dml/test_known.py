@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+
 from dml_lane import corpus
 from dml_lane.driver import CPU, DML
 

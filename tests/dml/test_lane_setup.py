@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 
 import pytest
+
 from dml_lane.driver import lane_available, lane_dir
 
 _SPEC = importlib.util.spec_from_file_location(

@@ -6,6 +6,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
+
 from dml_lane import driver as lane
 from dml_lane.driver import CPU, DML
 

@@ -23,8 +23,8 @@ from dataclasses import dataclass
 from typing import Any
 
 import pytest
-from dml_lane.driver import CPU, DML, Case
 
+from dml_lane.driver import CPU, DML, Case
 from ort_dml_ops import DOMAIN, inspect, zoo
 from ort_dml_ops.conversion import convert
 
