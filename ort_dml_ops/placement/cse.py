@@ -11,19 +11,9 @@
 
 from __future__ import annotations
 
-from .graph import Graph
+from .graph import NONDETERMINISTIC, Graph
 
 SHARE_LIMIT = 8
-NONDETERMINISTIC = frozenset(
-    {
-        "RandomUniform",
-        "RandomNormal",
-        "RandomUniformLike",
-        "RandomNormalLike",
-        "Multinomial",
-        "Bernoulli",
-    }
-)
 
 
 def share_constants(graph: Graph) -> bool:

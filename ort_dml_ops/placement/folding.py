@@ -23,18 +23,8 @@ from __future__ import annotations
 import numpy as np
 import onnx
 
-from .graph import Graph, Initializer, Node
+from .graph import NONDETERMINISTIC, Graph, Initializer, Node
 
-NONDETERMINISTIC = frozenset(
-    {
-        "RandomUniform",
-        "RandomNormal",
-        "RandomUniformLike",
-        "RandomNormalLike",
-        "Multinomial",
-        "Bernoulli",
-    }
-)
 _NP_TO_ELEM = {
     np.dtype(k): v
     for k, v in (

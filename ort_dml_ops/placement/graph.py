@@ -15,6 +15,19 @@ from dataclasses import dataclass, field
 import numpy as np
 import onnx
 
+#: Ops whose outputs are not a function of their inputs: ORT's optimizers neither fold nor merge
+#: them (``IsOperationDeterministic``, ``core/optimizer/optimizer_utils.cc``; cse.py, folding.py).
+NONDETERMINISTIC = frozenset(
+    {
+        "RandomUniform",
+        "RandomNormal",
+        "RandomUniformLike",
+        "RandomNormalLike",
+        "Multinomial",
+        "Bernoulli",
+    }
+)
+
 
 @dataclass
 class Initializer:
