@@ -28,6 +28,23 @@ _ORT_TO_NUMPY = {
 }
 
 
+def add_feed_arguments(parser) -> None:
+    """--input NAME=FILE.npy (repeatable) and --random-inputs, as `run` and `check` take them;
+    `build_feeds(session, parse_input_args(args.input), args.random_inputs)` reads them."""
+    parser.add_argument(
+        "--input",
+        action="append",
+        default=[],
+        metavar="NAME=FILE.npy",
+        help="an input value from a .npy file",
+    )
+    parser.add_argument(
+        "--random-inputs",
+        action="store_true",
+        help="random values for inputs not given with --input",
+    )
+
+
 def parse_input_args(pairs: list[str]) -> dict[str, Path]:
     files: dict[str, Path] = {}
     for pair in pairs:

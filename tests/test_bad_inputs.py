@@ -15,8 +15,6 @@ prints the same table).
 from __future__ import annotations
 
 import dataclasses
-import hashlib
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -30,6 +28,7 @@ from ort_dml_ops import UserError
 from ort_dml_ops.cli import main
 from ort_dml_ops.modelio import save_model_atomic
 from tests.bad_inputs import corpus
+from tests.fs_fixtures import snapshot
 
 ORT_ERRORS = (
     ort.capi.onnxruntime_pybind11_state.Fail,
@@ -399,18 +398,6 @@ def test_corpus_size_and_builders():
 # harness
 
 
-def _snapshot(folder: Path) -> dict:
-    out = {}
-    for p in sorted(folder.rglob("*")):
-        if p.is_symlink():
-            out[str(p)] = "link->" + os.readlink(p)
-        elif p.is_file():
-            out[str(p)] = hashlib.sha256(p.read_bytes()).hexdigest()
-        elif p.is_dir():
-            out[str(p)] = "dir"
-    return out
-
-
 @pytest.fixture()
 def case_dir(tmp_path):
     made = []
@@ -471,12 +458,12 @@ def test_api(name, path, case_dir):
         if "model_dir" in str(paths["model"])
         else Path(paths["model"]).parent
     )
-    before = _snapshot(folder)
+    before = snapshot(folder)
     with pytest.raises(case.api_raises) as info:
         case.api[path](paths)
     message = _one_line(str(info.value))
     assert (case.api_match or case.match).lower() in message.lower(), message
-    assert _snapshot(folder) == before
+    assert snapshot(folder) == before
 
 
 @pytest.mark.parametrize("name,index", CLI_PARAMS)
@@ -491,14 +478,14 @@ def test_cli(name, index, case_dir, capsys):
         if "model_dir" in str(paths["model"])
         else Path(paths["model"]).parent
     )
-    before = _snapshot(folder)
+    before = snapshot(folder)
     rc = main(_argv(template, paths))
     captured = capsys.readouterr()
     assert rc != 0, captured
     line = _one_line(captured.err)
     assert line.startswith("ort-dml-ops: error: "), line
     assert case.match.lower() in line.lower(), line
-    assert _snapshot(folder) == before, "files changed or appeared"
+    assert snapshot(folder) == before, "files changed or appeared"
 
 
 @pytest.mark.parametrize(

@@ -22,6 +22,7 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import UserError
+from ..feeds import add_feed_arguments
 
 EXAMPLE = "example: ort-dml-ops check model.onnx --random-inputs"
 DML = "DmlExecutionProvider"
@@ -37,18 +38,7 @@ def add_parser(sub) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("model", help="path of the .onnx model")
-    p.add_argument(
-        "--input",
-        action="append",
-        default=[],
-        metavar="NAME=FILE.npy",
-        help="an input value from a .npy file",
-    )
-    p.add_argument(
-        "--random-inputs",
-        action="store_true",
-        help="random values for inputs not given with --input",
-    )
+    add_feed_arguments(p)
     p.add_argument(
         "--rtol",
         type=float,

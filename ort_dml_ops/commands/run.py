@@ -12,6 +12,7 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import UserError
+from ..feeds import add_feed_arguments
 from ..writes import Outputs, write_error
 
 EXAMPLE = "example: ort-dml-ops run model.onnx --provider dml --input x=x.npy --output-dir out/"
@@ -32,18 +33,7 @@ def add_parser(sub) -> None:
         metavar="NAME",
         help="dml, cuda, webgpu, cpu or ONNX Runtime's full name; repeat for a priority list (default: best available)",
     )
-    p.add_argument(
-        "--input",
-        action="append",
-        default=[],
-        metavar="NAME=FILE.npy",
-        help="an input value from a .npy file",
-    )
-    p.add_argument(
-        "--random-inputs",
-        action="store_true",
-        help="random values for inputs not given with --input",
-    )
+    add_feed_arguments(p)
     p.add_argument(
         "--output-dir",
         type=Path,
