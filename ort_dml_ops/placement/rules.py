@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..targets.target import type_string
+from ..targets.value_types import type_string
 from .graph import Graph, Node
 
 

@@ -64,7 +64,8 @@ from __future__ import annotations
 from functools import cache
 
 from . import kernels
-from .target import CPU, CUDA, DML, WEBGPU, Decision, Target, opsets_of, type_string
+from .target import CPU, CUDA, DML, WEBGPU, Decision, Target
+from .value_types import opsets_of, type_string
 
 __all__ = [
     "CPU",
