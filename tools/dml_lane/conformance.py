@@ -9,7 +9,7 @@ independent reference on Linux (numpy for CumSum, the stock onnxruntime CPU EP o
 It writes a Markdown table between the markers in docs/dml-lane.md (or --out) and, with
 --json, the raw results. Default corpus: the representative set plus one case for every
 (op, dtype) of the corpus at opset 17 and ScatterElements/ScatterND at 16 and 18; --full:
-the whole corpus (tools/dml_lane/corpus.py, all_specs()).
+the whole corpus (tools/dml_lane/corpus/, all_specs()).
 """
 
 from __future__ import annotations
