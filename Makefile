@@ -5,7 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test dml-lane dml-full webgpu-lane bench clean
+.PHONY: demo test dml-lane dml-lane-driver dml-full webgpu-lane bench clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -22,6 +22,10 @@ test: $(STAMP)
 # The real DirectML EP under Wine (see docs/dml-lane.md); cached outside the repository.
 dml-lane:
 	bash tools/dml_lane/setup.sh
+
+# Only the lane's driver (driver.py, guest.py), for `ort-dml-ops check`: refreshes a built lane.
+dml-lane-driver:
+	bash tools/dml_lane/install_driver.sh
 
 # ONNX Runtime's WebGPU plugin EP on Mesa lavapipe (see docs/webgpu.md); cached outside the repository.
 webgpu-lane: $(STAMP)

@@ -22,7 +22,10 @@ class _Parser(argparse.ArgumentParser):
     other error of the CLI; `--help` still prints the usage."""
 
     def error(self, message: str):
-        self.exit(2, f"ort-dml-ops: error: {self.prog.removeprefix('ort-dml-ops ')}: {message} (see --help)\n")
+        self.exit(
+            2,
+            f"ort-dml-ops: error: {self.prog.removeprefix('ort-dml-ops ')}: {message} (see --help)\n",
+        )
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -30,7 +33,9 @@ def build_parser() -> argparse.ArgumentParser:
         prog="ort-dml-ops",
         description="Make ONNX CumSum, CumProd and ScatterElements run on the DirectML GPU.",
     )
-    parser.add_argument("--version", action="version", version=f"ort-dml-ops {__version__}")
+    parser.add_argument(
+        "--version", action="version", version=f"ort-dml-ops {__version__}"
+    )
     sub = parser.add_subparsers(dest="verb", metavar="VERB")
     for verb in VERBS:
         importlib.import_module(f"ort_dml_ops.commands.{verb}").add_parser(sub)
@@ -51,7 +56,9 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("ort-dml-ops: interrupted", file=sys.stderr)
         return 130
-    except Interrupted as exc:  # SIGTERM/SIGINT while writing: the temporaries are already removed
+    except (
+        Interrupted
+    ) as exc:  # SIGTERM/SIGINT while writing: the temporaries are already removed
         print(f"ort-dml-ops: {exc}", file=sys.stderr)
         return 128 + exc.signum
 

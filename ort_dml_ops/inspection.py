@@ -11,60 +11,22 @@ from __future__ import annotations
 import json
 import os
 import textwrap
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import onnx
 
 from . import fallback
 from .errors import UserError
 from .modelio import check_defined_inputs, load_model
+from .placement.pipeline import NodeReport
 from .targets import get_target, opsets_of, type_string
+
+__all__ = ["InspectReport", "NodeReport", "inspect"]
 
 _GRAPH, _GRAPHS = onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS
 CPU = "CPUExecutionProvider"
 #: the op families the project moves to the GPU (named in the headline when they stay on the CPU)
 FAMILY = frozenset({"CumSum", "CumProd", "ScatterElements", "ScatterND", "Scatter"})
-
-
-@dataclass
-class NodeReport:
-    name: str
-    op_type: str
-    domain: str
-    since_version: int | None
-    provider: str | None
-    reason: str
-    # the ORT step that removed it before partitioning ("" when it runs)
-    removed_by: str = ""
-    # on the CPU by GetCpuPreferredNodes, although the GPU EP has a kernel
-    cpu_preferred: bool = False
-    # the ORT step that added it ("" for the model's own nodes)
-    added_by: str = ""
-    # "" for the main graph, "<node>/<attribute>" for a node of a subgraph
-    graph: str = ""
-
-    @property
-    def folded(self) -> bool:
-        return self.provider is None and bool(self.removed_by)
-
-    def to_dict(self) -> dict:
-        d = {
-            "name": self.name,
-            "op_type": self.op_type,
-            "domain": self.domain,
-            "since_version": self.since_version,
-            "provider": self.provider,
-            "reason": self.reason,
-        }
-        if self.removed_by:
-            d["removed_by"] = self.removed_by
-        if self.cpu_preferred:
-            d["cpu_preferred"] = True
-        if self.added_by:
-            d["added_by"] = self.added_by
-        if self.graph:
-            d["graph"] = self.graph
-        return d
 
 
 @dataclass
@@ -247,18 +209,7 @@ def inspect(model, target: str = "dml", *, optimized: bool = True) -> InspectRep
         elif original and not r.graph and r.name not in original and not added:
             added = "ort_dml_ops.InferenceSession (fallback rewrite)"
         report.nodes.append(
-            NodeReport(
-                r.name,
-                op,
-                domain,
-                r.since_version,
-                r.provider,
-                reason,
-                removed_by=r.removed_by,
-                cpu_preferred=r.cpu_preferred,
-                added_by=added,
-                graph=r.graph,
-            )
+            replace(r, op_type=op, domain=domain, reason=reason, added_by=added)
         )
     report.copy_nodes = list(result.copies)
     report.copies = len(result.copies)
@@ -305,7 +256,7 @@ def _prepare_graph(graph, prefix: str, funcs: dict) -> None:
                     a.g, "", funcs
                 )  # ORT names subgraph nodes as the model does
             elif a.type == _GRAPHS:
-                for j, g in enumerate(a.graphs):
+                for g in a.graphs:
                     _prepare_graph(g, "", funcs)
 
 

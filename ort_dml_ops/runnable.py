@@ -29,8 +29,8 @@ ORT_MAX_OPSET = 26
 def check_original(model: onnx.ModelProto) -> None:
     """Refuse, in one line, an original that ONNX Runtime could not load (weights not needed:
     pass a copy without large initializers)."""
+    from .domain_schemas import registered
     from .modelio import graphs, without_external_data
-    from .schemas import registered
 
     known = {
         d: last for d, (_, last) in onnx.defs.C.schema_version_map().items()

@@ -22,7 +22,9 @@ import re
 import signal
 import threading
 import warnings
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import onnx
 import onnxruntime as ort
@@ -63,12 +65,16 @@ def resolve_providers(providers=None) -> list:
         providers = [*chosen, CPU]
     resolved = []
     for p in providers:
-        name, options = (p if isinstance(p, tuple) else (p, None))
+        name, options = p if isinstance(p, tuple) else (p, None)
         name = SHORT_NAMES.get(str(name).lower(), name)
-        known = set(ort.get_all_providers()) | set(ort.get_available_providers())  # the latter: plugin EPs
+        known = set(ort.get_all_providers()) | set(
+            ort.get_available_providers()
+        )  # the latter: plugin EPs
         if name not in known:  # a typo would otherwise run on the CPU with a warning
-            raise UserError(f"unknown execution provider {name!r}: use dml, cuda, cpu or an ONNX Runtime name "
-                            "such as DmlExecutionProvider (onnxruntime.get_all_providers() lists them)")
+            raise UserError(
+                f"unknown execution provider {name!r}: use dml, cuda, cpu or an ONNX Runtime name "
+                "such as DmlExecutionProvider (onnxruntime.get_all_providers() lists them)"
+            )
         if options is None and name in _DEFAULT_OPTIONS:
             options = dict(_DEFAULT_OPTIONS[name])
         resolved.append((name, options) if options is not None else name)
@@ -79,7 +85,9 @@ def _provider_name(p) -> str:
     return p[0] if isinstance(p, tuple) else p
 
 
-def InferenceSession(model, providers=None, sess_options: ort.SessionOptions | None = None, **kwargs) -> ort.InferenceSession:
+def InferenceSession(
+    model, providers=None, sess_options: ort.SessionOptions | None = None, **kwargs
+) -> ort.InferenceSession:
     """Create an onnxruntime.InferenceSession for `model` (a path, bytes or onnx.ModelProto).
 
     Models using DOMAIN ops run through the Python fallback; the caller's model is untouched.
@@ -120,16 +128,31 @@ def InferenceSession(model, providers=None, sess_options: ort.SessionOptions | N
         if not plugin:
             raise
         raise UserError(f"the WebGPU EP cannot start: {_adapter_reason(exc)}") from None
-    except (Fail, InvalidArgument, InvalidGraph, InvalidProtobuf, NoSuchFile, NotImplemented_) as exc:
-        what = os.fspath(model) if isinstance(model, (str, os.PathLike)) else "the model"
-        raise UserError(f"{what}: ONNX Runtime cannot load the model ({_ort_reason(exc)})") from None
+    except (
+        Fail,
+        InvalidArgument,
+        InvalidGraph,
+        InvalidProtobuf,
+        NoSuchFile,
+        NotImplemented_,
+    ) as exc:
+        what = (
+            os.fspath(model) if isinstance(model, (str, os.PathLike)) else "the model"
+        )
+        raise UserError(
+            f"{what}: ONNX Runtime cannot load the model ({_ort_reason(exc)})"
+        ) from None
     if tag is not None:
         session._fallback_tag = tag
 
     active = session.get_providers()
     wanted = [WEBGPU] if plugin else [_provider_name(p) for p in providers]
-    if plugin and WEBGPU not in active:  # pragma: no cover - ORT took the devices but not the EP
-        raise UserError(f"the WebGPU EP did not become active (running on {', '.join(active)})")
+    if (
+        plugin and WEBGPU not in active
+    ):  # pragma: no cover - ORT took the devices but not the EP
+        raise UserError(
+            f"the WebGPU EP did not become active (running on {', '.join(active)})"
+        )
     missing = [p for p in wanted if p not in active]
     if missing:
         warnings.warn(
@@ -149,36 +172,57 @@ def webgpu_devices() -> list:
     try:
         import onnxruntime_ep_webgpu
     except ImportError:
-        raise UserError("the WebGPU EP is not installed: pip install 'ort-dml-ops[webgpu]' "
-                        "(onnxruntime-ep-webgpu)") from None
+        raise UserError(
+            "the WebGPU EP is not installed: pip install 'ort-dml-ops[webgpu]' "
+            "(onnxruntime-ep-webgpu)"
+        ) from None
     if not any(d.ep_name == WEBGPU for d in ort.get_ep_devices()):
         try:
-            ort.register_execution_provider_library(WEBGPU_LIBRARY, onnxruntime_ep_webgpu.get_library_path())
+            ort.register_execution_provider_library(
+                WEBGPU_LIBRARY, onnxruntime_ep_webgpu.get_library_path()
+            )
         except Exception as exc:  # noqa: BLE001 - ORT raises Fail / RuntimeError variants
-            raise UserError(f"the WebGPU EP library cannot be loaded ({_ort_reason(exc)})") from None
+            raise UserError(
+                f"the WebGPU EP library cannot be loaded ({_ort_reason(exc)})"
+            ) from None
     devices = [d for d in ort.get_ep_devices() if d.ep_name == WEBGPU]
     if not devices:
-        hint = ("" if os.environ.get("ORT_WEBGPU_EP_ALLOW_SOFTWARE_ADAPTER") == "1" else
-                "; a CPU Vulkan driver (lavapipe) is used only with ORT_WEBGPU_EP_ALLOW_SOFTWARE_ADAPTER=1 "
-                "(make webgpu-lane sets it up)")
-        raise UserError(f"no WebGPU adapter: the WebGPU EP found no device (no GPU or no Vulkan driver){hint}")
+        hint = (
+            ""
+            if os.environ.get("ORT_WEBGPU_EP_ALLOW_SOFTWARE_ADAPTER") == "1"
+            else "; a CPU Vulkan driver (lavapipe) is used only with ORT_WEBGPU_EP_ALLOW_SOFTWARE_ADAPTER=1 "
+            "(make webgpu-lane sets it up)"
+        )
+        raise UserError(
+            f"no WebGPU adapter: the WebGPU EP found no device (no GPU or no Vulkan driver){hint}"
+        )
     return devices
 
 
 def _adapter_reason(exc: Exception) -> str:
     """The plugin's own words ("Failed to get a WebGPU adapter: No supported adapters"), one line."""
     text = " ".join(str(exc).split())
-    tail = text.rsplit(" was false. ", 1)[-1] if " was false. " in text else _ort_reason(exc)
+    tail = (
+        text.rsplit(" was false. ", 1)[-1]
+        if " was false. " in text
+        else _ort_reason(exc)
+    )
     return f"no WebGPU adapter ({tail})" if "adapter" in tail.lower() else tail
 
 
 def _add_webgpu(so: ort.SessionOptions, requested, providers: list) -> None:
-    others = [_provider_name(p) for p in providers if _provider_name(p) not in (WEBGPU, CPU)]
+    others = [
+        _provider_name(p) for p in providers if _provider_name(p) not in (WEBGPU, CPU)
+    ]
     if others:
-        raise UserError(f"WebGpuExecutionProvider cannot be combined with {', '.join(others)} in one session "
-                        "(ORT takes a plugin EP's devices or a providers list, not both)")
+        raise UserError(
+            f"WebGpuExecutionProvider cannot be combined with {', '.join(others)} in one session "
+            "(ORT takes a plugin EP's devices or a providers list, not both)"
+        )
     options = requested[1] if isinstance(requested, tuple) else None
-    so.add_provider_for_devices(webgpu_devices(), {str(k): str(v) for k, v in (options or {}).items()})
+    so.add_provider_for_devices(
+        webgpu_devices(), {str(k): str(v) for k, v in (options or {}).items()}
+    )
 
 
 _TAGS = itertools.count(1)
@@ -210,13 +254,22 @@ class FallbackSession(ort.InferenceSession):
     def run(self, output_names, input_feed, run_options=None):
         return self._guarded(super().run, output_names, input_feed, run_options)
 
-    def run_with_ort_values(self, output_names, input_dict_ort_values, run_options=None):
-        return self._guarded(super().run_with_ort_values, output_names, input_dict_ort_values, run_options)
+    def run_with_ort_values(
+        self, output_names, input_dict_ort_values, run_options=None
+    ):
+        return self._guarded(
+            super().run_with_ort_values,
+            output_names,
+            input_dict_ort_values,
+            run_options,
+        )
 
     def run_with_iobinding(self, iobinding, run_options=None):
         return self._guarded(super().run_with_iobinding, iobinding, run_options)
 
-    def run_async(self, output_names, input_feed, callback, user_data, run_options=None):
+    def run_async(
+        self, output_names, input_feed, callback, user_data, run_options=None
+    ):
         tag = self._fallback_tag
 
         def with_kernel_errors(outputs, data, error):
@@ -227,7 +280,9 @@ class FallbackSession(ort.InferenceSession):
                 error, outputs = _error_text(errors), []
             callback(outputs, data, error)
 
-        return super().run_async(output_names, input_feed, with_kernel_errors, user_data, run_options)
+        return super().run_async(
+            output_names, input_feed, with_kernel_errors, user_data, run_options
+        )
 
     def _guarded(self, call, *args):
         tag = self._fallback_tag
@@ -246,7 +301,12 @@ class FallbackSession(ort.InferenceSession):
 
 
 def _error_text(errors: list) -> str:
-    text = "; ".join(dict.fromkeys(str(e) if isinstance(e, str) else f"interrupted ({type(e).__name__})" for e in errors))
+    text = "; ".join(
+        dict.fromkeys(
+            str(e) if isinstance(e, str) else f"interrupted ({type(e).__name__})"
+            for e in errors
+        )
+    )
     return f"[ONNXRuntimeError] : 2 : INVALID_ARGUMENT : {text}"
 
 
@@ -261,7 +321,7 @@ def _signals_deferred():
         yield  # handlers run on the main thread only: nothing to defer here
         return
     pending: list[int] = []
-    held = {}
+    held: dict[int, Callable[[int, Any], Any]] = {}
     for sig in (signal.SIGINT, signal.SIGTERM):
         handler = signal.getsignal(sig)
         if callable(handler):
@@ -270,8 +330,8 @@ def _signals_deferred():
     try:
         yield
     finally:
-        for sig, handler in held.items():
-            signal.signal(sig, handler)
+        for held_sig, handler in held.items():
+            signal.signal(held_sig, handler)
         for signum in dict.fromkeys(pending):
             held[signum](signum, None)
 

@@ -153,7 +153,7 @@ class Outputs:
         # a signal here is held until every rename is done (then reported): never half a commit
         with self._critical():
             try:
-                for target, tmp in self._temps.items():
+                for tmp in self._temps.values():
                     os.chmod(tmp, mode)
                 for target in list(self._temps):
                     os.replace(self._temps[target], target)
@@ -220,7 +220,5 @@ def _reason(exc: OSError) -> str:
 
 
 def _remove(path: str) -> None:
-    try:
+    with contextlib.suppress(OSError):
         os.remove(path)
-    except OSError:
-        pass

@@ -22,11 +22,11 @@ from importlib import resources
 
 import numpy as np
 
-__all__ = ["ZooModel", "models", "names", "get"]
+__all__ = ["ZooModel", "get", "models", "names"]
 
 
 def _files():
-    return resources.files("ort_dml_ops").joinpath("data", "zoo")
+    return resources.files("ort_dml_ops") / "data" / "zoo"
 
 
 @dataclass(frozen=True)
@@ -73,16 +73,20 @@ class ZooModel:
                 continue
             got = np.asarray(got)
             if got.shape != want.shape or got.dtype != want.dtype:
-                problems.append(f"{name}: got {got.dtype}{list(got.shape)}, want {want.dtype}{list(want.shape)}")
+                problems.append(
+                    f"{name}: got {got.dtype}{list(got.shape)}, want {want.dtype}{list(want.shape)}"
+                )
                 continue
             g, w = got.astype(np.float64), want.astype(np.float64)
             if not np.allclose(g, w, rtol=self.rtol, atol=self.atol, equal_nan=True):
                 with np.errstate(invalid="ignore"):
                     err = np.abs(g - w) - self.rtol * np.abs(w)
                 worst = int(np.nanargmax(err))
-                problems.append(f"{name}: {int(np.sum(~np.isclose(g, w, rtol=self.rtol, atol=self.atol, equal_nan=True)))} "
-                                f"of {w.size} values off (at {np.unravel_index(worst, w.shape)}: got {g.flat[worst]!r}, "
-                                f"want {w.flat[worst]!r}; rtol {self.rtol}, atol {self.atol})")
+                problems.append(
+                    f"{name}: {int(np.sum(~np.isclose(g, w, rtol=self.rtol, atol=self.atol, equal_nan=True)))} "
+                    f"of {w.size} values off (at {np.unravel_index(worst, w.shape)}: got {g.flat[worst]!r}, "
+                    f"want {w.flat[worst]!r}; rtol {self.rtol}, atol {self.atol})"
+                )
         return problems
 
     def matches(self, outputs) -> bool:
@@ -99,11 +103,23 @@ def _load_npz(name: str, file: str) -> dict[str, np.ndarray]:
 def _index() -> tuple[ZooModel, ...]:
     raw = json.loads(_files().joinpath("index.json").read_text())
     return tuple(
-        ZooModel(name=m["name"], title=m["title"], use=m["use"], families=tuple(m["families"]), opset=m["opset"],
-                 dtypes=tuple(m["dtypes"]), static_shapes=m["static_shapes"], rtol=m["rtol"], atol=m["atol"],
-                 why_tolerance=m["why_tolerance"], native_cpu_error=m["native_cpu_error"],
-                 input_names=tuple(m["inputs"]), output_names=tuple(m["outputs"]))
-        for m in raw["models"])
+        ZooModel(
+            name=m["name"],
+            title=m["title"],
+            use=m["use"],
+            families=tuple(m["families"]),
+            opset=m["opset"],
+            dtypes=tuple(m["dtypes"]),
+            static_shapes=m["static_shapes"],
+            rtol=m["rtol"],
+            atol=m["atol"],
+            why_tolerance=m["why_tolerance"],
+            native_cpu_error=m["native_cpu_error"],
+            input_names=tuple(m["inputs"]),
+            output_names=tuple(m["outputs"]),
+        )
+        for m in raw["models"]
+    )
 
 
 def models() -> list[ZooModel]:

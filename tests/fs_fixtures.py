@@ -3,10 +3,14 @@
 `immutable_dir`: a folder made immutable with `chattr +i`: even root cannot create a file in it.
 `tiny_fs`: a 64 KiB tmpfs mounted for the test; where mounting is not allowed (no
 CAP_SYS_ADMIN) the test is skipped with that reason.
+`snapshot(folder)`: every path below `folder` with its content hash, to assert that a failed
+command left nothing behind and changed nothing.
 """
 
 from __future__ import annotations
 
+import hashlib
+import os
 import subprocess
 from pathlib import Path
 
@@ -48,3 +52,15 @@ def tiny_fs():
     yield make
     for p in mounted:
         subprocess.run(["umount", str(p)], check=False)
+
+
+def snapshot(folder: Path) -> dict:
+    out = {}
+    for p in sorted(folder.rglob("*")):
+        if p.is_symlink():
+            out[str(p)] = "link->" + os.readlink(p)
+        elif p.is_file():
+            out[str(p)] = hashlib.sha256(p.read_bytes()).hexdigest()
+        elif p.is_dir():
+            out[str(p)] = "dir"
+    return out

@@ -34,22 +34,32 @@ NP_TO_ONNX = {
 }
 
 
-def single_node_model(op_type, inputs, attrs=None, *, opset, domain="", extra_opsets=()):
+def single_node_model(
+    op_type, inputs, attrs=None, *, opset, domain="", extra_opsets=()
+):
     """A model with one node; `inputs` is a list of (name, numpy dtype, rank) graph inputs."""
-    node = helper.make_node(op_type, [n for n, _, _ in inputs], ["y"], domain=domain, **(attrs or {}))
+    node = helper.make_node(
+        op_type, [n for n, _, _ in inputs], ["y"], domain=domain, **(attrs or {})
+    )
     graph = helper.make_graph(
         [node],
         f"{op_type.lower()}_test",
-        [helper.make_tensor_value_info(n, NP_TO_ONNX[np.dtype(dt)], [None] * rank) for n, dt, rank in inputs],
+        [
+            helper.make_tensor_value_info(n, NP_TO_ONNX[np.dtype(dt)], [None] * rank)
+            for n, dt, rank in inputs
+        ],
         [helper.make_tensor_value_info("y", NP_TO_ONNX[np.dtype(inputs[0][1])], None)],
     )
-    imports = [helper.make_opsetid("", opset), *(helper.make_opsetid(d, v) for d, v in extra_opsets)]
+    imports = [
+        helper.make_opsetid("", opset),
+        *(helper.make_opsetid(d, v) for d, v in extra_opsets),
+    ]
     model = helper.make_model(graph, opset_imports=imports)
     model.ir_version = 10 if opset <= 21 else 13
     return model
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _cached_session(serialized: bytes) -> ort.InferenceSession:
     so = ort.SessionOptions()
     so.log_severity_level = 3
@@ -73,7 +83,11 @@ def ort_cpu_has_kernel(op_type: str, since: int, dtype) -> bool:
     name = TensorProto.DataType.Name(NP_TO_ONNX[np.dtype(dtype)]).lower()
     want = "tensor(" + name + ")"
     for k in C.get_all_opkernel_def():
-        if k.op_name != op_type or k.domain not in ("", "ai.onnx") or k.provider != "CPUExecutionProvider":
+        if (
+            k.op_name != op_type
+            or k.domain not in ("", "ai.onnx")
+            or k.provider != "CPUExecutionProvider"
+        ):
             continue
         lo, hi = k.version_range
         if lo <= since <= hi and want in k.type_constraints.get("T", []):
@@ -89,7 +103,9 @@ def assert_same(actual: np.ndarray, expected: np.ndarray) -> None:
     if actual.dtype.kind in "fc" or actual.dtype.name == "bfloat16":
         a, e = actual.astype(np.float64), expected.astype(np.float64)
         same = (a == e) | (np.isnan(a) & np.isnan(e))
-        assert same.all(), f"{int((~same).sum())} of {a.size} differ; first at {np.argwhere(~same)[0].tolist()}: {a[~same][0]} != {e[~same][0]}"
+        assert same.all(), (
+            f"{int((~same).sum())} of {a.size} differ; first at {np.argwhere(~same)[0].tolist()}: {a[~same][0]} != {e[~same][0]}"
+        )
     else:
         np.testing.assert_array_equal(actual, expected)
 

@@ -15,8 +15,6 @@ prints the same table).
 from __future__ import annotations
 
 import dataclasses
-import hashlib
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -30,11 +28,17 @@ from ort_dml_ops import UserError
 from ort_dml_ops.cli import main
 from ort_dml_ops.modelio import save_model_atomic
 from tests.bad_inputs import corpus
+from tests.fs_fixtures import snapshot
 
-ORT_ERRORS = (ort.capi.onnxruntime_pybind11_state.Fail, ort.capi.onnxruntime_pybind11_state.InvalidArgument,
-              ort.capi.onnxruntime_pybind11_state.InvalidGraph, ort.capi.onnxruntime_pybind11_state.RuntimeException,
-              ort.capi.onnxruntime_pybind11_state.NotImplemented, ort.capi.onnxruntime_pybind11_state.InvalidProtobuf,
-              ort.capi.onnxruntime_pybind11_state.NoSuchFile)
+ORT_ERRORS = (
+    ort.capi.onnxruntime_pybind11_state.Fail,
+    ort.capi.onnxruntime_pybind11_state.InvalidArgument,
+    ort.capi.onnxruntime_pybind11_state.InvalidGraph,
+    ort.capi.onnxruntime_pybind11_state.RuntimeException,
+    ort.capi.onnxruntime_pybind11_state.NotImplemented,
+    ort.capi.onnxruntime_pybind11_state.InvalidProtobuf,
+    ort.capi.onnxruntime_pybind11_state.NoSuchFile,
+)
 CPU = ["CPUExecutionProvider"]
 
 
@@ -85,91 +89,301 @@ LOAD = {"convert": api_convert, "inspect": api_inspect, "session": api_session}
 CLI_CONVERT = ["convert", "{model}", "-o", "{out}"]
 CLI_INSPECT = ["inspect", "{model}"]
 CLI_RUN_RANDOM = ["run", "{model}", "--provider", "cpu", "--random-inputs"]
-CLI_RUN = ["run", "{model}", "--provider", "cpu"]  # + --input NAME=FILE for every .npy the case has
+CLI_RUN = [
+    "run",
+    "{model}",
+    "--provider",
+    "cpu",
+]  # + --input NAME=FILE for every .npy the case has
 LOAD_CLI = [CLI_CONVERT, CLI_INSPECT, CLI_RUN_RANDOM]
-
 
 
 @dataclasses.dataclass
 class Case:
     name: str
     expect: str  # the expected behaviour, one line (docs/robustness.md)
-    match: str  # a substring every error message of the case contains (case-insensitive)
+    match: (
+        str  # a substring every error message of the case contains (case-insensitive)
+    )
     api: dict  # path name -> callable(paths) that must raise
     cli: list  # argv templates
     api_raises: tuple = (UserError,)
     api_match: str | None = None  # when the API's message differs from the CLI's
-    xfail: dict = dataclasses.field(default_factory=dict)  # path (API name or CLI verb) -> bug it shows
+    xfail: dict = dataclasses.field(
+        default_factory=dict
+    )  # path (API name or CLI verb) -> bug it shows
 
 
 CASES = [
     Case("missing_file", "refused: 'no such file'", "no such file", LOAD, LOAD_CLI),
     Case("directory", "refused: 'is a directory'", "is a directory", LOAD, LOAD_CLI),
     Case("empty_file", "refused: 'the file is empty'", "empty", LOAD, LOAD_CLI),
-    Case("truncated_protobuf", "refused: not an ONNX model (protobuf decode failed)", "not an onnx model", LOAD, LOAD_CLI),
-    Case("garbage_bytes", "refused: not an ONNX model", "not an onnx model", LOAD, LOAD_CLI),
-    Case("text_file", "refused: not an ONNX model", "not an onnx model", LOAD, LOAD_CLI),
-    Case("checker_fails", "refused: the model fails the ONNX checker, naming the undefined input", "ghost",
-         LOAD, LOAD_CLI),
-    Case("unknown_op", "refused: no schema / kernel for NoSuchOp", "nosuchop", {"convert": api_convert, "session": api_session},
-         [CLI_CONVERT, CLI_RUN_RANDOM]),
-    Case("unknown_domain_op", "refused at session creation: no kernel for com.example::Frobnicate", "frobnicate",
-         {"session": api_session}, [CLI_RUN_RANDOM]),
-    Case("external_outside_folder", "refused: external data outside the model's folder", "outside",
-         LOAD, LOAD_CLI),
-    Case("external_absolute_path", "refused: external data outside the model's folder", "outside", LOAD, LOAD_CLI),
-    Case("external_missing_file", "refused: the external data file is missing", "weights.bin", LOAD, LOAD_CLI),
-    Case("missing_input", "run refused: missing input 'x'", "'x'", {"run": api_run}, [CLI_RUN],
-         api_raises=(ValueError,), api_match="missing"),
-    Case("axis_out_of_range_native", "run fails (ORT CumSum): axis out of range", "axis", {"run": api_run}, [CLI_RUN],
-         api_raises=ORT_ERRORS),
-    Case("axis_out_of_range_fallback", "run fails (fallback): axis 5 is out of range for rank 2", "out of range",
-         {"run": api_run}, [CLI_RUN], api_raises=ORT_ERRORS),
-    Case("axis_out_of_range_constant", "convert refuses (axis 7, rank 2); run fails: axis out of range",
-         "out of range", {"convert": api_convert, "run": api_run}, [CLI_CONVERT, CLI_RUN],
-         api_raises=(UserError, *ORT_ERRORS)),
-    Case("axis_not_scalar", "run fails (fallback): the axis must be a scalar or one element", "axis", {"run": api_run},
-         [CLI_RUN], api_raises=ORT_ERRORS),
-    Case("axis_not_integer", "refused at load: the axis must be int32/int64", "axis", {"convert": api_convert, "session": api_session},
-         [CLI_CONVERT, CLI_RUN], api_raises=(UserError, *ORT_ERRORS), api_match="tensor(float)"),
-    Case("axis_not_integer_fallback", "refused: the axis must be int32/int64", "axis",
-         {"session": api_session}, [CLI_RUN], api_raises=(UserError, *ORT_ERRORS)),
-    Case("indices_out_of_range_fallback", "run fails (fallback): index 9 is out of range for axis 0 of size 4", "index 9",
-         {"run": api_run}, [CLI_RUN], api_raises=ORT_ERRORS),
-    Case("indices_out_of_range_native", "run fails (ORT ScatterElements): index out of bounds", "indices",
-         {"run": api_run}, [CLI_RUN], api_raises=ORT_ERRORS),
-    Case("indices_out_of_range_lowered_checked", "run fails (convert --check-indices guard): Gather index out of range",
-         "out of", {"run": api_run}, [CLI_RUN], api_raises=ORT_ERRORS),
-    Case("shapes_mismatch_fallback", "run fails (fallback): indices and updates must have one shape", "shape",
-         {"run": api_run}, [CLI_RUN], api_raises=ORT_ERRORS),
-    Case("shapes_mismatch_native", "run fails (ORT ScatterElements): indices and updates shapes differ", "dimensions",
-         {"run": api_run}, [CLI_RUN], api_raises=ORT_ERRORS),
-    Case("shapes_mismatch_static", "convert refuses (shape inference: indices [2,5] vs updates [2,3]); ORT loads it, the run fails",
-         "dimensions", {"convert": api_convert, "run": api_run_random}, [CLI_CONVERT, CLI_RUN_RANDOM],
-         api_raises=(UserError, *ORT_ERRORS)),
-    Case("scatter_axis_out_of_range", "convert refuses (axis 3, rank 2); ORT loads it, the run fails", "axis",
-         {"convert": api_convert, "run": api_run_random}, [CLI_CONVERT, CLI_RUN_RANDOM], api_raises=(UserError, *ORT_ERRORS)),
-    Case("output_equals_input", "refused: the output path is the input model", "is the input model",
-         {"save": api_save, "convert+save": api_convert_save}, [CLI_CONVERT]),
-    Case("output_equals_input_other_spelling", "refused (resolved paths compared)", "is the input model",
-         {"save": api_save}, [CLI_CONVERT]),
-    Case("output_symlink_to_input", "refused (a symlink to the input)", "is the input model", {"save": api_save}, [CLI_CONVERT]),
-    Case("output_folder_missing", "refused: the output folder does not exist", "does not exist",
-         {"save": api_save}, [CLI_CONVERT]),
-    Case("output_parent_is_file", "refused: the output folder is a file", "not a folder", {"save": api_save}, [CLI_CONVERT]),
-    Case("output_is_directory", "refused: the output path is a directory", "is a directory", {"save": api_save}, [CLI_CONVERT]),
-    Case("output_read_only_folder", "refused: permission denied (immutable folder), no temporary file left",
-         "permission denied", {"save": api_save}, [CLI_CONVERT]),
-    Case("report_equals_input", "refused before anything is written: the report path is a model path", "report path",
-         {}, [CLI_CONVERT + ["--report", "{report}"]]),
-    Case("input_npy_missing", "run refused: the .npy file does not exist", "no such file", {}, [CLI_RUN]),
-    Case("input_npy_garbage", "run refused: not a .npy array", "not a .npy", {}, [CLI_RUN]),
-    Case("input_wrong_dtype", "run fails: float64 given for a float32 input", "type", {"run": api_run}, [CLI_RUN],
-         api_raises=ORT_ERRORS),
-    Case("input_wrong_rank", "run fails: rank 3 given for a rank-2 input", "rank", {"run": api_run}, [CLI_RUN],
-         api_raises=ORT_ERRORS),
-    Case("output_dir_missing", "run refused: the output folder does not exist", "does not exist", {},
-         [CLI_RUN + ["--output-dir", "{out_dir}"]]),
+    Case(
+        "truncated_protobuf",
+        "refused: not an ONNX model (protobuf decode failed)",
+        "not an onnx model",
+        LOAD,
+        LOAD_CLI,
+    ),
+    Case(
+        "garbage_bytes",
+        "refused: not an ONNX model",
+        "not an onnx model",
+        LOAD,
+        LOAD_CLI,
+    ),
+    Case(
+        "text_file", "refused: not an ONNX model", "not an onnx model", LOAD, LOAD_CLI
+    ),
+    Case(
+        "checker_fails",
+        "refused: the model fails the ONNX checker, naming the undefined input",
+        "ghost",
+        LOAD,
+        LOAD_CLI,
+    ),
+    Case(
+        "unknown_op",
+        "refused: no schema / kernel for NoSuchOp",
+        "nosuchop",
+        {"convert": api_convert, "session": api_session},
+        [CLI_CONVERT, CLI_RUN_RANDOM],
+    ),
+    Case(
+        "unknown_domain_op",
+        "refused at session creation: no kernel for com.example::Frobnicate",
+        "frobnicate",
+        {"session": api_session},
+        [CLI_RUN_RANDOM],
+    ),
+    Case(
+        "external_outside_folder",
+        "refused: external data outside the model's folder",
+        "outside",
+        LOAD,
+        LOAD_CLI,
+    ),
+    Case(
+        "external_absolute_path",
+        "refused: external data outside the model's folder",
+        "outside",
+        LOAD,
+        LOAD_CLI,
+    ),
+    Case(
+        "external_missing_file",
+        "refused: the external data file is missing",
+        "weights.bin",
+        LOAD,
+        LOAD_CLI,
+    ),
+    Case(
+        "missing_input",
+        "run refused: missing input 'x'",
+        "'x'",
+        {"run": api_run},
+        [CLI_RUN],
+        api_raises=(ValueError,),
+        api_match="missing",
+    ),
+    Case(
+        "axis_out_of_range_native",
+        "run fails (ORT CumSum): axis out of range",
+        "axis",
+        {"run": api_run},
+        [CLI_RUN],
+        api_raises=ORT_ERRORS,
+    ),
+    Case(
+        "axis_out_of_range_fallback",
+        "run fails (fallback): axis 5 is out of range for rank 2",
+        "out of range",
+        {"run": api_run},
+        [CLI_RUN],
+        api_raises=ORT_ERRORS,
+    ),
+    Case(
+        "axis_out_of_range_constant",
+        "convert refuses (axis 7, rank 2); run fails: axis out of range",
+        "out of range",
+        {"convert": api_convert, "run": api_run},
+        [CLI_CONVERT, CLI_RUN],
+        api_raises=(UserError, *ORT_ERRORS),
+    ),
+    Case(
+        "axis_not_scalar",
+        "run fails (fallback): the axis must be a scalar or one element",
+        "axis",
+        {"run": api_run},
+        [CLI_RUN],
+        api_raises=ORT_ERRORS,
+    ),
+    Case(
+        "axis_not_integer",
+        "refused at load: the axis must be int32/int64",
+        "axis",
+        {"convert": api_convert, "session": api_session},
+        [CLI_CONVERT, CLI_RUN],
+        api_raises=(UserError, *ORT_ERRORS),
+        api_match="tensor(float)",
+    ),
+    Case(
+        "axis_not_integer_fallback",
+        "refused: the axis must be int32/int64",
+        "axis",
+        {"session": api_session},
+        [CLI_RUN],
+        api_raises=(UserError, *ORT_ERRORS),
+    ),
+    Case(
+        "indices_out_of_range_fallback",
+        "run fails (fallback): index 9 is out of range for axis 0 of size 4",
+        "index 9",
+        {"run": api_run},
+        [CLI_RUN],
+        api_raises=ORT_ERRORS,
+    ),
+    Case(
+        "indices_out_of_range_native",
+        "run fails (ORT ScatterElements): index out of bounds",
+        "indices",
+        {"run": api_run},
+        [CLI_RUN],
+        api_raises=ORT_ERRORS,
+    ),
+    Case(
+        "indices_out_of_range_lowered_checked",
+        "run fails (convert --check-indices guard): Gather index out of range",
+        "out of",
+        {"run": api_run},
+        [CLI_RUN],
+        api_raises=ORT_ERRORS,
+    ),
+    Case(
+        "shapes_mismatch_fallback",
+        "run fails (fallback): indices and updates must have one shape",
+        "shape",
+        {"run": api_run},
+        [CLI_RUN],
+        api_raises=ORT_ERRORS,
+    ),
+    Case(
+        "shapes_mismatch_native",
+        "run fails (ORT ScatterElements): indices and updates shapes differ",
+        "dimensions",
+        {"run": api_run},
+        [CLI_RUN],
+        api_raises=ORT_ERRORS,
+    ),
+    Case(
+        "shapes_mismatch_static",
+        "convert refuses (shape inference: indices [2,5] vs updates [2,3]); ORT loads it, the run fails",
+        "dimensions",
+        {"convert": api_convert, "run": api_run_random},
+        [CLI_CONVERT, CLI_RUN_RANDOM],
+        api_raises=(UserError, *ORT_ERRORS),
+    ),
+    Case(
+        "scatter_axis_out_of_range",
+        "convert refuses (axis 3, rank 2); ORT loads it, the run fails",
+        "axis",
+        {"convert": api_convert, "run": api_run_random},
+        [CLI_CONVERT, CLI_RUN_RANDOM],
+        api_raises=(UserError, *ORT_ERRORS),
+    ),
+    Case(
+        "output_equals_input",
+        "refused: the output path is the input model",
+        "is the input model",
+        {"save": api_save, "convert+save": api_convert_save},
+        [CLI_CONVERT],
+    ),
+    Case(
+        "output_equals_input_other_spelling",
+        "refused (resolved paths compared)",
+        "is the input model",
+        {"save": api_save},
+        [CLI_CONVERT],
+    ),
+    Case(
+        "output_symlink_to_input",
+        "refused (a symlink to the input)",
+        "is the input model",
+        {"save": api_save},
+        [CLI_CONVERT],
+    ),
+    Case(
+        "output_folder_missing",
+        "refused: the output folder does not exist",
+        "does not exist",
+        {"save": api_save},
+        [CLI_CONVERT],
+    ),
+    Case(
+        "output_parent_is_file",
+        "refused: the output folder is a file",
+        "not a folder",
+        {"save": api_save},
+        [CLI_CONVERT],
+    ),
+    Case(
+        "output_is_directory",
+        "refused: the output path is a directory",
+        "is a directory",
+        {"save": api_save},
+        [CLI_CONVERT],
+    ),
+    Case(
+        "output_read_only_folder",
+        "refused: permission denied (immutable folder), no temporary file left",
+        "permission denied",
+        {"save": api_save},
+        [CLI_CONVERT],
+    ),
+    Case(
+        "report_equals_input",
+        "refused before anything is written: the report path is a model path",
+        "report path",
+        {},
+        [CLI_CONVERT + ["--report", "{report}"]],
+    ),
+    Case(
+        "input_npy_missing",
+        "run refused: the .npy file does not exist",
+        "no such file",
+        {},
+        [CLI_RUN],
+    ),
+    Case(
+        "input_npy_garbage",
+        "run refused: not a .npy array",
+        "not a .npy",
+        {},
+        [CLI_RUN],
+    ),
+    Case(
+        "input_wrong_dtype",
+        "run fails: float64 given for a float32 input",
+        "type",
+        {"run": api_run},
+        [CLI_RUN],
+        api_raises=ORT_ERRORS,
+    ),
+    Case(
+        "input_wrong_rank",
+        "run fails: rank 3 given for a rank-2 input",
+        "rank",
+        {"run": api_run},
+        [CLI_RUN],
+        api_raises=ORT_ERRORS,
+    ),
+    Case(
+        "output_dir_missing",
+        "run refused: the output folder does not exist",
+        "does not exist",
+        {},
+        [CLI_RUN + ["--output-dir", "{out_dir}"]],
+    ),
 ]
 BY_NAME = {c.name: c for c in CASES}
 
@@ -182,18 +396,6 @@ def test_corpus_size_and_builders():
 
 # --------------------------------------------------------------------------------------
 # harness
-
-
-def _snapshot(folder: Path) -> dict:
-    out = {}
-    for p in sorted(folder.rglob("*")):
-        if p.is_symlink():
-            out[str(p)] = "link->" + os.readlink(p)
-        elif p.is_file():
-            out[str(p)] = hashlib.sha256(p.read_bytes()).hexdigest()
-        elif p.is_dir():
-            out[str(p)] = "dir"
-    return out
 
 
 @pytest.fixture()
@@ -233,22 +435,35 @@ def _marks(case, key):
     return [pytest.mark.xfail(strict=True, reason=reason)] if reason else []
 
 
-API_PARAMS = [pytest.param(c.name, path, id=f"{c.name}-{path}", marks=_marks(c, path)) for c in CASES for path in c.api]
-CLI_PARAMS = [pytest.param(c.name, i, id=f"{c.name}-{c.cli[i][0]}{i}", marks=_marks(c, c.cli[i][0]))
-              for c in CASES for i in range(len(c.cli))]
+API_PARAMS = [
+    pytest.param(c.name, path, id=f"{c.name}-{path}", marks=_marks(c, path))
+    for c in CASES
+    for path in c.api
+]
+CLI_PARAMS = [
+    pytest.param(
+        c.name, i, id=f"{c.name}-{c.cli[i][0]}{i}", marks=_marks(c, c.cli[i][0])
+    )
+    for c in CASES
+    for i in range(len(c.cli))
+]
 
 
 @pytest.mark.parametrize("name,path", API_PARAMS)
 def test_api(name, path, case_dir):
     case = BY_NAME[name]
     paths = case_dir(name)
-    folder = Path(paths["model"]).parent.parent if "model_dir" in str(paths["model"]) else Path(paths["model"]).parent
-    before = _snapshot(folder)
+    folder = (
+        Path(paths["model"]).parent.parent
+        if "model_dir" in str(paths["model"])
+        else Path(paths["model"]).parent
+    )
+    before = snapshot(folder)
     with pytest.raises(case.api_raises) as info:
         case.api[path](paths)
     message = _one_line(str(info.value))
     assert (case.api_match or case.match).lower() in message.lower(), message
-    assert _snapshot(folder) == before
+    assert snapshot(folder) == before
 
 
 @pytest.mark.parametrize("name,index", CLI_PARAMS)
@@ -258,19 +473,31 @@ def test_cli(name, index, case_dir, capsys):
     template = case.cli[index]
     if "{out}" in template and "out" not in paths:
         paths["out"] = Path(paths["model"]).parent / "converted.onnx"
-    folder = Path(paths["model"]).parent.parent if "model_dir" in str(paths["model"]) else Path(paths["model"]).parent
-    before = _snapshot(folder)
+    folder = (
+        Path(paths["model"]).parent.parent
+        if "model_dir" in str(paths["model"])
+        else Path(paths["model"]).parent
+    )
+    before = snapshot(folder)
     rc = main(_argv(template, paths))
     captured = capsys.readouterr()
     assert rc != 0, captured
     line = _one_line(captured.err)
     assert line.startswith("ort-dml-ops: error: "), line
     assert case.match.lower() in line.lower(), line
-    assert _snapshot(folder) == before, "files changed or appeared"
+    assert snapshot(folder) == before, "files changed or appeared"
 
 
-@pytest.mark.parametrize("name", ["missing_file", "truncated_protobuf", "external_outside_folder", "output_equals_input",
-                                  "indices_out_of_range_fallback"])
+@pytest.mark.parametrize(
+    "name",
+    [
+        "missing_file",
+        "truncated_protobuf",
+        "external_outside_folder",
+        "output_equals_input",
+        "indices_out_of_range_fallback",
+    ],
+)
 def test_cli_subprocess(name, case_dir):
     """The real console entry point: exit code 1, one line on stderr."""
     case = BY_NAME[name]
@@ -278,7 +505,11 @@ def test_cli_subprocess(name, case_dir):
     template = case.cli[0]
     if "{out}" in template and "out" not in paths:
         paths["out"] = Path(paths["model"]).parent / "converted.onnx"
-    out = subprocess.run([sys.executable, "-m", "ort_dml_ops", *_argv(template, paths)], capture_output=True, text=True)
+    out = subprocess.run(
+        [sys.executable, "-m", "ort_dml_ops", *_argv(template, paths)],
+        capture_output=True,
+        text=True,
+    )
     assert out.returncode == 1, out
     line = _one_line(out.stderr)
     assert case.match.lower() in line.lower()

@@ -12,8 +12,25 @@ from ort_dml_ops.cli import main
 
 
 def _bench(capsys, *extra):
-    rc = main(["bench", "--sizes", "1000", "--dtypes", "float32", "--axes", "last", "--reps", "1",
-               "--nodes", "0", "--no-gpu", "--no-memory", "--json", *extra])
+    rc = main(
+        [
+            "bench",
+            "--sizes",
+            "1000",
+            "--dtypes",
+            "float32",
+            "--axes",
+            "last",
+            "--reps",
+            "1",
+            "--nodes",
+            "0",
+            "--no-gpu",
+            "--no-memory",
+            "--json",
+            *extra,
+        ]
+    )
     out = capsys.readouterr().out
     assert rc == 0
     return json.loads(out)
@@ -25,7 +42,9 @@ def test_bench_json_structure_and_native_fallback_agree(capsys, ops):
     assert {"meta", "cases", "verdicts"} <= set(result)
     assert {"date", "cpu", "onnxruntime", "config"} <= set(result["meta"])
     (case,) = result["cases"]
-    assert case["size"] == 1000 and case["shape"] == [10, 100] and case["axis"] == "last"
+    assert (
+        case["size"] == 1000 and case["shape"] == [10, 100] and case["axis"] == "last"
+    )
     assert set(case["variants"]) == {"native", "fallback", "lowered", "numpy"}
     for name, v in case["variants"].items():
         assert v["status"] in ("ok", "n/a"), name
@@ -37,7 +56,9 @@ def test_bench_json_structure_and_native_fallback_agree(capsys, ops):
     assert native["status"] == fallback["status"] == "ok"
     assert fallback["diff_vs_native"] <= 1e-6
     assert fallback["checksum"] == pytest.approx(native["checksum"], rel=1e-6)
-    assert case["ratios"]["fallback/native"] == pytest.approx(fallback["ms"] / native["ms"], rel=1e-2)
+    assert case["ratios"]["fallback/native"] == pytest.approx(
+        fallback["ms"] / native["ms"], rel=1e-2
+    )
 
 
 def test_bench_float16_native_is_na_with_reason(capsys):
@@ -48,8 +69,22 @@ def test_bench_float16_native_is_na_with_reason(capsys):
 
 
 def test_bench_chart_without_matplotlib_is_one_line(capsys, monkeypatch, tmp_path):
-    monkeypatch.setitem(sys.modules, "matplotlib", None)  # import fails as if not installed
-    rc = main(["bench", "--ops", "CumSum", "--sizes", "1000", "--reps", "1", "--chart", str(tmp_path / "c.png")])
+    monkeypatch.setitem(
+        sys.modules, "matplotlib", None
+    )  # import fails as if not installed
+    rc = main(
+        [
+            "bench",
+            "--ops",
+            "CumSum",
+            "--sizes",
+            "1000",
+            "--reps",
+            "1",
+            "--chart",
+            str(tmp_path / "c.png"),
+        ]
+    )
     err = capsys.readouterr().err.strip().splitlines()
     assert rc == 1 and len(err) == 1 and "matplotlib" in err[0]
     assert not (tmp_path / "c.png").exists()
@@ -73,7 +108,10 @@ def test_bench_gpu_part_runs_with_the_cpu_ep_standing_in(monkeypatch):
         assert "error" not in row, row
         assert row["lowered_gpu"] > 0 and row["left_native"] > 0
         assert set(row["placement_lowered"]) == {"CPUExecutionProvider"}
-        assert "Mul" in row["placement_lowered"]["CPUExecutionProvider"] or "TopK" in row["placement_lowered"]["CPUExecutionProvider"]
+        assert (
+            "Mul" in row["placement_lowered"]["CPUExecutionProvider"]
+            or "TopK" in row["placement_lowered"]["CPUExecutionProvider"]
+        )
 
 
 def test_memory_part_runs_each_variant_in_its_own_process():
@@ -89,9 +127,17 @@ def test_memory_part_runs_each_variant_in_its_own_process():
     for row in mem["rows"]:
         assert row["outputs_agree"], row
         for v in ("native", "lowered"):
-            assert row[v]["added_bytes"] >= 0 and row[v]["peak_bytes"] >= row[v]["rss_before_bytes"] > 0, row[v]
-    (v,) = [v for v in verdicts({"cases": [], "memory": mem}) if "nucleus" in v["target"]]
-    assert v["status"] in ("met", "missed") and v["worst"] == mem["rows"][0]["lowered/inputs"]
+            assert (
+                row[v]["added_bytes"] >= 0
+                and row[v]["peak_bytes"] >= row[v]["rss_before_bytes"] > 0
+            ), row[v]
+    (v,) = [
+        v for v in verdicts({"cases": [], "memory": mem}) if "nucleus" in v["target"]
+    ]
+    assert (
+        v["status"] in ("met", "missed")
+        and v["worst"] == mem["rows"][0]["lowered/inputs"]
+    )
 
 
 def test_bench_prints_the_symbolic_cumprod_ratios(capsys):
@@ -99,16 +145,42 @@ def test_bench_prints_the_symbolic_cumprod_ratios(capsys):
     result = _bench(capsys, "--ops", "CumProd", "--symbolic-lengths", "10,100")
     sym = result["symbolic"]
     assert sym["elements"] == 1000 and sym["limit"] == 1.3
-    assert [(r["n"], r["axis"]) for r in sym["rows"]] == [(10, 1), (10, 0), (100, 1), (100, 0)]
+    assert [(r["n"], r["axis"]) for r in sym["rows"]] == [
+        (10, 1),
+        (10, 0),
+        (100, 1),
+        (100, 0),
+    ]
     for r in sym["rows"]:
         assert r["ratio"] == pytest.approx(r["symbolic_ms"] / r["static_ms"], rel=0.01)
         assert r["symbolic_vs_numpy_max_rel"] < 1e-5  # against numpy's float64 cumprod
-    assert any(v["target"].startswith("CumProd on a symbolic axis") for v in result["verdicts"])
+    assert any(
+        v["target"].startswith("CumProd on a symbolic axis") for v in result["verdicts"]
+    )
 
 
 def test_bench_table_shows_the_symbolic_section(capsys):
-    rc = main(["bench", "--sizes", "1000", "--dtypes", "float32", "--axes", "last", "--reps", "1",
-               "--nodes", "0", "--no-gpu", "--no-memory", "--ops", "CumProd", "--symbolic-lengths", "10"])
+    rc = main(
+        [
+            "bench",
+            "--sizes",
+            "1000",
+            "--dtypes",
+            "float32",
+            "--axes",
+            "last",
+            "--reps",
+            "1",
+            "--nodes",
+            "0",
+            "--no-gpu",
+            "--no-memory",
+            "--ops",
+            "CumProd",
+            "--symbolic-lengths",
+            "10",
+        ]
+    )
     out = capsys.readouterr().out
     assert rc == 0
     assert "CumProd lowered, symbolic axis length vs static" in out

@@ -7,7 +7,6 @@ the input is untouched, and convert must either produce a working model or refus
 from __future__ import annotations
 
 import hashlib
-import os
 from pathlib import Path
 
 import numpy as np
@@ -33,13 +32,25 @@ def big_model(tmp_path_factory):
     for k, v in {"location": "weights.bin", "offset": "0", "length": str(BIG)}.items():
         e = big.external_data.add()
         e.key, e.value = k, v
-    nodes = [helper.make_node("CumProd", ["x", "axis"], ["y"], domain=DOMAIN, name="scan"),
-             helper.make_node("Shape", ["big"], ["n"], name="shape")]
+    nodes = [
+        helper.make_node("CumProd", ["x", "axis"], ["y"], domain=DOMAIN, name="scan"),
+        helper.make_node("Shape", ["big"], ["n"], name="shape"),
+    ]
     graph = helper.make_graph(
-        nodes, "big", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 4])],
-        [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", 4]), helper.make_tensor_value_info("n", TensorProto.INT64, [1])],
-        [big, helper.make_tensor("axis", TensorProto.INT64, [], [1])])
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid(DOMAIN, 1)], ir_version=10)
+        nodes,
+        "big",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 4])],
+        [
+            helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", 4]),
+            helper.make_tensor_value_info("n", TensorProto.INT64, [1]),
+        ],
+        [big, helper.make_tensor("axis", TensorProto.INT64, [], [1])],
+    )
+    model = helper.make_model(
+        graph,
+        opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid(DOMAIN, 1)],
+        ir_version=10,
+    )
     path = d / "big.onnx"
     path.write_bytes(model.SerializeToString())
     return path
@@ -54,9 +65,14 @@ def test_run_big_model(big_model, capsys):
     before = _digest(big_model)
     sess = ort_dml_ops.InferenceSession(big_model, providers=["CPUExecutionProvider"])
     y, n = sess.run(None, {"x": np.full((2, 4), 2, np.float32)})
-    assert np.array_equal(y, np.cumprod(np.full((2, 4), 2, np.float32), axis=1)) and n.tolist() == [BIG // 4]
+    assert np.array_equal(
+        y, np.cumprod(np.full((2, 4), 2, np.float32), axis=1)
+    ) and n.tolist() == [BIG // 4]
     assert _digest(big_model) == before
-    assert sorted(p.name for p in big_model.parent.iterdir()) == ["big.onnx", "weights.bin"]
+    assert sorted(p.name for p in big_model.parent.iterdir()) == [
+        "big.onnx",
+        "weights.bin",
+    ]
 
 
 def test_inspect_big_model(big_model, capsys):
@@ -78,4 +94,6 @@ def test_convert_big_model(big_model, tmp_path, capsys):
     onnx.checker.check_model(str(out), full_check=True)
     sess = ort_dml_ops.InferenceSession(out, providers=["CPUExecutionProvider"])
     y, n = sess.run(None, {"x": np.full((2, 4), 2, np.float32)})
-    assert np.array_equal(y, np.cumprod(np.full((2, 4), 2, np.float32), axis=1)) and n.tolist() == [BIG // 4]
+    assert np.array_equal(
+        y, np.cumprod(np.full((2, 4), 2, np.float32), axis=1)
+    ) and n.tolist() == [BIG // 4]

@@ -18,7 +18,8 @@ from onnx import TensorProto as T
 from onnx import helper, numpy_helper
 
 from ort_dml_ops.cli import main
-from tests.test_writes import one_error_line, snapshot
+from tests.fs_fixtures import snapshot
+from tests.test_writes import one_error_line
 
 pytest_plugins = ["tests.fs_fixtures"]  # immutable_dir
 

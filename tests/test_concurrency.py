@@ -18,19 +18,24 @@ import pytest
 from onnxruntime.capi.onnxruntime_pybind11_state import InvalidArgument
 
 import ort_dml_ops
-from ort_dml_ops import ops
+from ort_dml_ops import DOMAIN, ops
 from tests.bad_inputs.corpus import cumsum_model, scatter_model
-from ort_dml_ops import DOMAIN
 
 THREADS = 8
 ROUNDS = 40
 
 
 def _sessions():
-    cp = ort_dml_ops.InferenceSession(cumsum_model(domain=DOMAIN, op="CumProd"), providers=["CPUExecutionProvider"])
-    cs = ort_dml_ops.InferenceSession(cumsum_model(domain=DOMAIN, op="CumSum"), providers=["CPUExecutionProvider"])
-    sc = ort_dml_ops.InferenceSession(scatter_model(domain=DOMAIN, dshape=("A", "B"), ishape=("I", "J")),
-                                      providers=["CPUExecutionProvider"])
+    cp = ort_dml_ops.InferenceSession(
+        cumsum_model(domain=DOMAIN, op="CumProd"), providers=["CPUExecutionProvider"]
+    )
+    cs = ort_dml_ops.InferenceSession(
+        cumsum_model(domain=DOMAIN, op="CumSum"), providers=["CPUExecutionProvider"]
+    )
+    sc = ort_dml_ops.InferenceSession(
+        scatter_model(domain=DOMAIN, dshape=("A", "B"), ishape=("I", "J")),
+        providers=["CPUExecutionProvider"],
+    )
     return cp, cs, sc
 
 
@@ -47,15 +52,21 @@ def test_threads_share_and_own_fallback_sessions():
             cp, cs, sc = shared if (r + t) % 2 else own
             x = rng.uniform(0.5, 1.5, (int(rng.integers(1, 300)), 4)).astype(np.float32)
             axis = np.array(int(rng.integers(0, 2)), np.int64)
-            assert np.array_equal(cp.run(None, {"x": x, "axis": axis})[0], ops.cumprod(x, int(axis)))
-            assert np.array_equal(cs.run(None, {"x": x, "axis": axis})[0], ops.cumsum(x, int(axis)))
+            assert np.array_equal(
+                cp.run(None, {"x": x, "axis": axis})[0], ops.cumprod(x, int(axis))
+            )
+            assert np.array_equal(
+                cs.run(None, {"x": x, "axis": axis})[0], ops.cumsum(x, int(axis))
+            )
             data = rng.standard_normal((4, 5)).astype(np.float32)
             idx = rng.integers(-4, 4, (int(rng.integers(1, 50)), 5))
             upd = rng.standard_normal(idx.shape).astype(np.float32)
             if r % 10 == 3:  # an error in this call must reach this caller, and only it
                 bad = idx.copy()
                 bad[0, 0] = 4 + t
-                with pytest.raises(InvalidArgument, match=f"index {4 + t} is out of range"):
+                with pytest.raises(
+                    InvalidArgument, match=f"index {4 + t} is out of range"
+                ):
                     sc.run(None, {"data": data, "indices": bad, "updates": upd})
             got = sc.run(None, {"data": data, "indices": idx, "updates": upd})[0]
             assert np.array_equal(got, ops.scatter_elements(data, idx, upd, 0, "add"))
@@ -84,13 +95,29 @@ def test_errors_stay_with_their_caller_on_one_shared_session():
             if bad:
                 idx[-1, -1] = 4 + t
             try:
-                got = sc.run(None, {"data": data, "indices": idx, "updates": np.ones(idx.shape, np.float32)})[0]
+                got = sc.run(
+                    None,
+                    {
+                        "data": data,
+                        "indices": idx,
+                        "updates": np.ones(idx.shape, np.float32),
+                    },
+                )[0]
                 if bad:
                     wrong.append(f"round {r}: a bad index did not raise")
-                elif not np.array_equal(got, ops.scatter_elements(data, idx, np.ones(idx.shape, np.float32), 0, "add")):
+                elif not np.array_equal(
+                    got,
+                    ops.scatter_elements(
+                        data, idx, np.ones(idx.shape, np.float32), 0, "add"
+                    ),
+                ):
                     wrong.append(f"round {r}: wrong result")
             except InvalidArgument as exc:
-                if not bad or f"index {4 + t} " not in str(exc) or str(exc).count("out of range") != 1:
+                if (
+                    not bad
+                    or f"index {4 + t} " not in str(exc)
+                    or str(exc).count("out of range") != 1
+                ):
                     wrong.append(f"round {r}: {exc}")
         return wrong
 

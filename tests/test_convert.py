@@ -8,7 +8,9 @@ import json
 import numpy as np
 import onnx
 import pytest
-from onnx import TensorProto as T, helper as h, numpy_helper as nh
+from onnx import TensorProto as T
+from onnx import helper as h
+from onnx import numpy_helper as nh
 
 from ort_dml_ops import DOMAIN
 from ort_dml_ops.conversion import convert
@@ -19,8 +21,14 @@ from .converter.rules.test_cumprod import ref_cumprod
 
 
 def cumprod_model(opset=17, dtype=np.float32, shape=(3, 40)):
-    return single_op("CumProd", [("x", dtype, list(shape))], {"exclusive": 1}, opset=opset, domain=DOMAIN,
-                     inits={"axis": np.array(1, np.int64)})
+    return single_op(
+        "CumProd",
+        [("x", dtype, list(shape))],
+        {"exclusive": 1},
+        opset=opset,
+        domain=DOMAIN,
+        inits={"axis": np.array(1, np.int64)},
+    )
 
 
 def all_ops(model):
@@ -32,6 +40,7 @@ def all_ops(model):
             for a in n.attribute:
                 if a.type == onnx.AttributeProto.GRAPH:
                     walk(a.g)
+
     walk(model.graph)
     for f in model.functions:
         for n in f.node:
@@ -43,7 +52,12 @@ def all_ops(model):
 def test_strategies_on_cumprod(strategy):
     r = convert(cumprod_model(), "dml", strategy=strategy)
     node = r.report.nodes[0]
-    want = {"auto": "lowered", "lower": "lowered", "fallback": "fallback", "native": "native"}[strategy]
+    want = {
+        "auto": "lowered",
+        "lower": "lowered",
+        "fallback": "fallback",
+        "native": "native",
+    }[strategy]
     assert node.action == want, node
     if want == "lowered":
         assert (DOMAIN, "CumProd") not in op_types(r.model) and node.emitted
@@ -55,40 +69,80 @@ def test_strategies_on_cumprod(strategy):
 
 
 def test_auto_keeps_native_scatter_and_cumsum():
-    m = single_op("ScatterElements", [("data", np.float32, [4, 5]), ("indices", np.int64, [4, 2]), ("updates", np.float32, [4, 2])],
-                  {"axis": 1}, opset=13)
+    m = single_op(
+        "ScatterElements",
+        [
+            ("data", np.float32, [4, 5]),
+            ("indices", np.int64, [4, 2]),
+            ("updates", np.float32, [4, 2]),
+        ],
+        {"axis": 1},
+        opset=13,
+    )
     r = convert(m, "dml")
     assert r.report.nodes[0].action == "native"
-    m2 = single_op("CumSum", [("x", np.float32, [4, 5])], opset=17, inits={"axis": np.array(1, np.int64)})
+    m2 = single_op(
+        "CumSum",
+        [("x", np.float32, [4, 5])],
+        opset=17,
+        inits={"axis": np.array(1, np.int64)},
+    )
     assert convert(m2, "dml").report.nodes[0].action == "native"
 
 
 def test_auto_lowers_scatter_whose_indices_are_smaller_than_data_off_axis():
     # DirectML needs indices sized like data on every dim but the axis; the DML EP claims the
     # node anyway and session creation fails (seen on the lane), so auto must not keep it native.
-    m = single_op("ScatterElements", [("data", np.float32, [4, 5]), ("indices", np.int64, [3, 2]), ("updates", np.float32, [3, 2])],
-                  {"axis": 1}, opset=13)
+    m = single_op(
+        "ScatterElements",
+        [
+            ("data", np.float32, [4, 5]),
+            ("indices", np.int64, [3, 2]),
+            ("updates", np.float32, [3, 2]),
+        ],
+        {"axis": 1},
+        opset=13,
+    )
     r = convert(m, "dml")
     node = r.report.nodes[0]
     assert node.action == "lowered" and "indices sized like data" in node.reason, node
     rng = np.random.default_rng(0)
-    feeds = {"data": rng.random((4, 5), dtype=np.float32), "indices": rng.integers(-5, 5, (3, 2)),
-             "updates": rng.random((3, 2), dtype=np.float32)}
+    feeds = {
+        "data": rng.random((4, 5), dtype=np.float32),
+        "indices": rng.integers(-5, 5, (3, 2)),
+        "updates": rng.random((3, 2), dtype=np.float32),
+    }
     np.testing.assert_array_equal(run_cpu(r.model, feeds)[0], run_cpu(m, feeds)[0])
 
 
 def test_auto_lowers_reduction_and_opset18_scatter():
     for opset, attrs in ((17, {"axis": 1, "reduction": "add"}), (18, {"axis": 1})):
-        m = single_op("ScatterElements", [("data", np.float32, [4, 5]), ("indices", np.int64, [4, 2]), ("updates", np.float32, [4, 2])],
-                      attrs, opset=opset)
+        m = single_op(
+            "ScatterElements",
+            [
+                ("data", np.float32, [4, 5]),
+                ("indices", np.int64, [4, 2]),
+                ("updates", np.float32, [4, 2]),
+            ],
+            attrs,
+            opset=opset,
+        )
         r = convert(m, "dml")
         assert r.report.nodes[0].action == "lowered", r.report.nodes[0]
         assert ("", "ScatterElements") not in op_types(r.model)
 
 
 def test_cpu_target_keeps_native_scatter_reduction():
-    m = single_op("ScatterElements", [("data", np.float32, [4, 5]), ("indices", np.int64, [4, 2]), ("updates", np.float32, [4, 2])],
-                  {"axis": 1, "reduction": "max"}, opset=18)
+    m = single_op(
+        "ScatterElements",
+        [
+            ("data", np.float32, [4, 5]),
+            ("indices", np.int64, [4, 2]),
+            ("updates", np.float32, [4, 2]),
+        ],
+        {"axis": 1, "reduction": "max"},
+        opset=18,
+    )
     assert convert(m, "cpu").report.nodes[0].action == "native"
 
 
@@ -102,11 +156,15 @@ def test_idempotent():
 def test_io_and_names_unchanged_and_unique():
     m = cumprod_model()
     r = convert(m, "dml")
-    assert [i.name for i in r.model.graph.input] == ["x"] and [o.name for o in r.model.graph.output] == ["y"]
+    assert [i.name for i in r.model.graph.input] == ["x"] and [
+        o.name for o in r.model.graph.output
+    ] == ["y"]
     assert r.model.graph.output[0].type == m.graph.output[0].type
     names = [n.name for n in r.model.graph.node]
     assert len(names) == len(set(names))
-    values = [o for n in r.model.graph.node for o in n.output] + [i.name for i in r.model.graph.initializer]
+    values = [o for n in r.model.graph.node for o in n.output] + [
+        i.name for i in r.model.graph.initializer
+    ]
     assert len(values) == len(set(values))
 
 
@@ -118,7 +176,13 @@ def test_input_model_untouched():
 
 
 def test_cumsum_float64_cast_with_note():
-    m = single_op("CumSum", [("x", np.float64, [3, 6])], {"reverse": 1}, opset=17, inits={"axis": np.array(-1, np.int64)})
+    m = single_op(
+        "CumSum",
+        [("x", np.float64, [3, 6])],
+        {"reverse": 1},
+        opset=17,
+        inits={"axis": np.array(-1, np.int64)},
+    )
     r = convert(m, "dml")
     node = r.report.nodes[0]
     assert node.action == "cast" and "float32" in node.note
@@ -131,14 +195,47 @@ def test_cumsum_float64_cast_with_note():
 
 def test_if_subgraph_converted():
     def branch(name, excl):
-        n = h.make_node("CumProd", ["x", "ax"], [f"{name}_y"], domain=DOMAIN, exclusive=excl, name=f"{name}_cp")
-        c = h.make_node("Constant", [], ["ax"], value=nh.from_array(np.array(1, np.int64)), name=f"{name}_c")
-        return h.make_graph([c, n], name, [], [h.make_tensor_value_info(f"{name}_y", T.FLOAT, [2, 5])])
+        n = h.make_node(
+            "CumProd",
+            ["x", "ax"],
+            [f"{name}_y"],
+            domain=DOMAIN,
+            exclusive=excl,
+            name=f"{name}_cp",
+        )
+        c = h.make_node(
+            "Constant",
+            [],
+            ["ax"],
+            value=nh.from_array(np.array(1, np.int64)),
+            name=f"{name}_c",
+        )
+        return h.make_graph(
+            [c, n], name, [], [h.make_tensor_value_info(f"{name}_y", T.FLOAT, [2, 5])]
+        )
+
     # the two branches share the value name "ax": convert must keep names unique anyway
-    node = h.make_node("If", ["cond"], ["y"], then_branch=branch("then", 0), else_branch=branch("else", 1))
-    g = h.make_graph([node], "g", [h.make_tensor_value_info("cond", T.BOOL, []), h.make_tensor_value_info("x", T.FLOAT, [2, 5])],
-                     [h.make_tensor_value_info("y", T.FLOAT, [2, 5])])
-    m = h.make_model(g, opset_imports=[h.make_opsetid("", 17), h.make_opsetid(DOMAIN, 1)], ir_version=10)
+    node = h.make_node(
+        "If",
+        ["cond"],
+        ["y"],
+        then_branch=branch("then", 0),
+        else_branch=branch("else", 1),
+    )
+    g = h.make_graph(
+        [node],
+        "g",
+        [
+            h.make_tensor_value_info("cond", T.BOOL, []),
+            h.make_tensor_value_info("x", T.FLOAT, [2, 5]),
+        ],
+        [h.make_tensor_value_info("y", T.FLOAT, [2, 5])],
+    )
+    m = h.make_model(
+        g,
+        opset_imports=[h.make_opsetid("", 17), h.make_opsetid(DOMAIN, 1)],
+        ir_version=10,
+    )
     r = convert(m, "dml")
     assert [n.action for n in r.report.nodes] == ["lowered", "lowered"]
     assert (DOMAIN, "CumProd") not in all_ops(r.model)
@@ -149,19 +246,39 @@ def test_if_subgraph_converted():
 
 
 def test_function_body_converted():
-    fn = h.make_function("local", "CP", ["a"], ["b"], [
-        h.make_node("Constant", [], ["ax"], value=nh.from_array(np.array(0, np.int64))),
-        h.make_node("CumProd", ["a", "ax"], ["b"], domain=DOMAIN, reverse=1),
-    ], opset_imports=[h.make_opsetid("", 17), h.make_opsetid(DOMAIN, 1)])
+    fn = h.make_function(
+        "local",
+        "CP",
+        ["a"],
+        ["b"],
+        [
+            h.make_node(
+                "Constant", [], ["ax"], value=nh.from_array(np.array(0, np.int64))
+            ),
+            h.make_node("CumProd", ["a", "ax"], ["b"], domain=DOMAIN, reverse=1),
+        ],
+        opset_imports=[h.make_opsetid("", 17), h.make_opsetid(DOMAIN, 1)],
+    )
     bare = onnx.FunctionProto()
     bare.CopyFrom(fn)
     # function bodies are not shape-inferred: their value_info (IR >= 10) gives the rank
     fn.value_info.extend([h.make_tensor_value_info("a", T.FLOAT, [None])])
-    g = h.make_graph([h.make_node("CP", ["x"], ["y"], domain="local")], "g",
-                     [h.make_tensor_value_info("x", T.FLOAT, [6])], [h.make_tensor_value_info("y", T.FLOAT, [6])])
-    m = h.make_model(g, opset_imports=[h.make_opsetid("", 17), h.make_opsetid("local", 1)], functions=[fn], ir_version=10)
+    g = h.make_graph(
+        [h.make_node("CP", ["x"], ["y"], domain="local")],
+        "g",
+        [h.make_tensor_value_info("x", T.FLOAT, [6])],
+        [h.make_tensor_value_info("y", T.FLOAT, [6])],
+    )
+    m = h.make_model(
+        g,
+        opset_imports=[h.make_opsetid("", 17), h.make_opsetid("local", 1)],
+        functions=[fn],
+        ir_version=10,
+    )
     r = convert(m, "dml")
-    assert r.report.nodes and all(n.action == "lowered" for n in r.report.nodes), r.report.nodes
+    assert r.report.nodes and all(n.action == "lowered" for n in r.report.nodes), (
+        r.report.nodes
+    )
     assert (DOMAIN, "CumProd") not in all_ops(r.model)
     x = np.arange(1, 7, dtype=np.float32)
     (y,) = run_cpu(r.model, {"x": x})
@@ -173,7 +290,13 @@ def test_function_body_converted():
 
 
 def test_opset26_cumprod_brought_to_21():
-    m = single_op("CumProd", [("x", np.float32, [2, 40])], {"reverse": 1}, opset=26, inits={"axis": np.array(1, np.int64)})
+    m = single_op(
+        "CumProd",
+        [("x", np.float32, [2, 40])],
+        {"reverse": 1},
+        opset=26,
+        inits={"axis": np.array(1, np.int64)},
+    )
     r = convert(m, "dml")
     assert r.report.opset["changed"] and r.report.opset["to"] == 21
     assert next(o.version for o in r.model.opset_import if o.domain == "") == 21
@@ -184,18 +307,28 @@ def test_opset26_cumprod_brought_to_21():
 
 def test_opset_refused_names_the_node():
     # RMSNormalization exists only from opset 23: the model cannot move to 21
-    g = h.make_graph([h.make_node("RMSNormalization", ["x", "s"], ["y"], name="the_norm")], "g",
-                     [h.make_tensor_value_info("x", T.FLOAT, [2, 4]), h.make_tensor_value_info("s", T.FLOAT, [4])],
-                     [h.make_tensor_value_info("y", T.FLOAT, [2, 4])])
+    g = h.make_graph(
+        [h.make_node("RMSNormalization", ["x", "s"], ["y"], name="the_norm")],
+        "g",
+        [
+            h.make_tensor_value_info("x", T.FLOAT, [2, 4]),
+            h.make_tensor_value_info("s", T.FLOAT, [4]),
+        ],
+        [h.make_tensor_value_info("y", T.FLOAT, [2, 4])],
+    )
     m = h.make_model(g, opset_imports=[h.make_opsetid("", 23)], ir_version=10)
     r = convert(m, "dml")
     assert not r.report.opset["changed"] and "the_norm" in r.report.opset["reason"]
 
 
 def test_opset22_type_only_changes_accepted():
-    g = h.make_graph([h.make_node("Relu", ["x"], ["r"]), h.make_node("CumSum", ["r", "a"], ["y"])], "g",
-                     [h.make_tensor_value_info("x", T.FLOAT, [2, 4])], [h.make_tensor_value_info("y", T.FLOAT, [2, 4])],
-                     [nh.from_array(np.array(1, np.int64), "a")])
+    g = h.make_graph(
+        [h.make_node("Relu", ["x"], ["r"]), h.make_node("CumSum", ["r", "a"], ["y"])],
+        "g",
+        [h.make_tensor_value_info("x", T.FLOAT, [2, 4])],
+        [h.make_tensor_value_info("y", T.FLOAT, [2, 4])],
+        [nh.from_array(np.array(1, np.int64), "a")],
+    )
     m = h.make_model(g, opset_imports=[h.make_opsetid("", 22)], ir_version=10)
     r = convert(m, "dml")
     assert r.report.opset["changed"] and r.report.opset["to"] == 21
@@ -272,24 +405,77 @@ def test_cli_report_path_equal_to_a_model_refused_before_writing(tmp_path, which
 
 
 def _scatter(dshape, ishape, ushape, axis=0, op="ScatterElements", opset=18):
-    return single_op(op, [("data", np.float32, dshape), ("indices", np.int64, ishape), ("updates", np.float32, ushape)],
-                     {} if op == "ScatterND" else {"axis": axis}, opset=opset)
+    return single_op(
+        op,
+        [
+            ("data", np.float32, dshape),
+            ("indices", np.int64, ishape),
+            ("updates", np.float32, ushape),
+        ],
+        {} if op == "ScatterND" else {"axis": axis},
+        opset=opset,
+    )
 
 
-@pytest.mark.parametrize("model,match", [
-    (single_op("CumSum", [("x", np.float32, [3, 4])], opset=17, inits={"axis": np.array(2, np.int64)}),
-     r"CumSum node 'the_CumSum': axis 2 is out of range for rank 2"),
-    (single_op("CumProd", [("x", np.float32, [3, 4])], opset=17, domain=DOMAIN, inits={"axis": np.array(-3, np.int32)}),
-     r"CumProd node 'the_CumProd': axis -3 is out of range for rank 2"),
-    (single_op("CumSum", [("x", np.float32, [3, 4])], opset=17, inits={"axis": np.array(1.0, np.float32)}),
-     r"'the_CumSum': the axis must be an int32 or int64 tensor, got tensor\(float\)"),
-    (single_op("CumProd", [("x", np.float32, [3, 4])], opset=17, domain=DOMAIN, inits={"axis": np.array([0, 1], np.int64)}),
-     r"'the_CumProd': the axis must be a scalar"),
-    (_scatter([4, 5], [2, 5], [2, 3]), r"'the_ScatterElements': indices dimensions \[2, 5\] and updates dimensions \[2, 3\] differ"),
-    (_scatter([4, 5], [2, 3], [2, 3], axis=-3), r"'the_ScatterElements': axis -3 is out of range for rank 2"),
-    (_scatter([4, 5], [2, 3], [2, 3], axis=2, opset=10, op="Scatter"), r"'the_Scatter': axis 2 is out of range"),
-    (_scatter([4, 5], [2, 1], [2, 4], op="ScatterND"), r"'the_ScatterND': updates dimensions \[2, 4\] differ"),
-])
+@pytest.mark.parametrize(
+    "model,match",
+    [
+        (
+            single_op(
+                "CumSum",
+                [("x", np.float32, [3, 4])],
+                opset=17,
+                inits={"axis": np.array(2, np.int64)},
+            ),
+            r"CumSum node 'the_CumSum': axis 2 is out of range for rank 2",
+        ),
+        (
+            single_op(
+                "CumProd",
+                [("x", np.float32, [3, 4])],
+                opset=17,
+                domain=DOMAIN,
+                inits={"axis": np.array(-3, np.int32)},
+            ),
+            r"CumProd node 'the_CumProd': axis -3 is out of range for rank 2",
+        ),
+        (
+            single_op(
+                "CumSum",
+                [("x", np.float32, [3, 4])],
+                opset=17,
+                inits={"axis": np.array(1.0, np.float32)},
+            ),
+            r"'the_CumSum': the axis must be an int32 or int64 tensor, got tensor\(float\)",
+        ),
+        (
+            single_op(
+                "CumProd",
+                [("x", np.float32, [3, 4])],
+                opset=17,
+                domain=DOMAIN,
+                inits={"axis": np.array([0, 1], np.int64)},
+            ),
+            r"'the_CumProd': the axis must be a scalar",
+        ),
+        (
+            _scatter([4, 5], [2, 5], [2, 3]),
+            r"'the_ScatterElements': indices dimensions \[2, 5\] and updates dimensions \[2, 3\] differ",
+        ),
+        (
+            _scatter([4, 5], [2, 3], [2, 3], axis=-3),
+            r"'the_ScatterElements': axis -3 is out of range for rank 2",
+        ),
+        (
+            _scatter([4, 5], [2, 3], [2, 3], axis=2, opset=10, op="Scatter"),
+            r"'the_Scatter': axis 2 is out of range",
+        ),
+        (
+            _scatter([4, 5], [2, 1], [2, 4], op="ScatterND"),
+            r"'the_ScatterND': updates dimensions \[2, 4\] differ",
+        ),
+    ],
+)
 @pytest.mark.parametrize("strategy", ["auto", "native"])
 def test_statically_invalid_models_refused(model, match, strategy):
     with pytest.raises(UserError, match=match) as info:
@@ -298,7 +484,9 @@ def test_statically_invalid_models_refused(model, match, strategy):
 
 
 def test_dynamic_shapes_are_not_refused():
-    m = _scatter(["N", 5], ["K", 5], ["J", 5])  # unknown dims: nothing is visible statically
+    m = _scatter(
+        ["N", 5], ["K", 5], ["J", 5]
+    )  # unknown dims: nothing is visible statically
     assert convert(m, "dml").model is not None
 
 
@@ -311,8 +499,14 @@ def test_graph_outputs_kept_exactly(yshape):
     m.graph.output.append(h.make_tensor_value_info("y", T.FLOAT, yshape))
     r = convert(m, "dml", strategy="lower")
     assert r.report.nodes[0].action == "lowered"
-    assert list(r.model.graph.output) == list(m.graph.output) and list(r.model.graph.input) == list(m.graph.input)
-    feeds = {"data": np.zeros((5, 7), np.float32), "indices": np.ones((5, 3), np.int64), "updates": np.ones((5, 3), np.float32)}
+    assert list(r.model.graph.output) == list(m.graph.output) and list(
+        r.model.graph.input
+    ) == list(m.graph.input)
+    feeds = {
+        "data": np.zeros((5, 7), np.float32),
+        "indices": np.ones((5, 3), np.int64),
+        "updates": np.ones((5, 3), np.float32),
+    }
     (y,) = run_cpu(r.model, feeds)
     (want,) = run_cpu(m, feeds)
     np.testing.assert_array_equal(y, want)
@@ -329,10 +523,22 @@ def _external_model(folder, location="w.bin"):
     for k, v in {"location": location, "offset": "0", "length": str(w.nbytes)}.items():
         e = t.external_data.add()
         e.key, e.value = k, v
-    nodes = [h.make_node("CumProd", ["x", "axis"], ["c"], domain=DOMAIN, name="scan"), h.make_node("Add", ["c", "w"], ["y"], name="add")]
-    g = h.make_graph(nodes, "g", [h.make_tensor_value_info("x", T.FLOAT, [3, 40])], [h.make_tensor_value_info("y", T.FLOAT, [3, 40])],
-                     [t, h.make_tensor("axis", T.INT64, [], [1])])
-    m = h.make_model(g, opset_imports=[h.make_opsetid("", 17), h.make_opsetid(DOMAIN, 1)], ir_version=10)
+    nodes = [
+        h.make_node("CumProd", ["x", "axis"], ["c"], domain=DOMAIN, name="scan"),
+        h.make_node("Add", ["c", "w"], ["y"], name="add"),
+    ]
+    g = h.make_graph(
+        nodes,
+        "g",
+        [h.make_tensor_value_info("x", T.FLOAT, [3, 40])],
+        [h.make_tensor_value_info("y", T.FLOAT, [3, 40])],
+        [t, h.make_tensor("axis", T.INT64, [], [1])],
+    )
+    m = h.make_model(
+        g,
+        opset_imports=[h.make_opsetid("", 17), h.make_opsetid(DOMAIN, 1)],
+        ir_version=10,
+    )
     path = folder / "m.onnx"
     path.write_bytes(m.SerializeToString())
     return path, w
@@ -366,12 +572,17 @@ def test_cli_external_data_written_beside_the_output(tmp_path):
     assert sorted(p.name for p in out_dir.iterdir()) == ["c.onnx", "c.onnx.data"]
     proto = onnx.load(out, load_external_data=False)
     (init,) = [t for t in proto.graph.initializer if t.name == "w"]
-    assert init.data_location == T.EXTERNAL and {e.key: e.value for e in init.external_data}["location"] == "c.onnx.data"
+    assert (
+        init.data_location == T.EXTERNAL
+        and {e.key: e.value for e in init.external_data}["location"] == "c.onnx.data"
+    )
     onnx.checker.check_model(str(out), full_check=True)
     x, want = _expected(w)
     import onnxruntime as ort
 
-    y = ort.InferenceSession(str(out), providers=["CPUExecutionProvider"]).run(None, {"x": x})[0]
+    y = ort.InferenceSession(str(out), providers=["CPUExecutionProvider"]).run(
+        None, {"x": x}
+    )[0]
     np.testing.assert_allclose(y, want, rtol=1e-5)
 
 
@@ -386,11 +597,22 @@ def test_cli_refuses_to_overwrite_the_inputs_external_data(tmp_path):
 def test_cpu_target_does_not_keep_float16_scatter_add_native():
     # ORT's CPU ScatterElements refuses float16 add/mul at run time (and 1.31.1 crashes on it
     # from about 1e6 elements): auto must not leave the node to it.
-    m = single_op("ScatterElements", [("data", np.float16, [4, 5]), ("indices", np.int64, [4, 3]), ("updates", np.float16, [4, 3])],
-                  {"axis": 1, "reduction": "add"}, opset=18)
+    m = single_op(
+        "ScatterElements",
+        [
+            ("data", np.float16, [4, 5]),
+            ("indices", np.int64, [4, 3]),
+            ("updates", np.float16, [4, 3]),
+        ],
+        {"axis": 1, "reduction": "add"},
+        opset=18,
+    )
     rng = np.random.default_rng(1)
-    feeds = {"data": rng.random((4, 5)).astype(np.float16), "indices": rng.integers(-5, 5, (4, 3)),
-             "updates": rng.random((4, 3)).astype(np.float16)}
+    feeds = {
+        "data": rng.random((4, 5)).astype(np.float16),
+        "indices": rng.integers(-5, 5, (4, 3)),
+        "updates": rng.random((4, 3)).astype(np.float16),
+    }
     with pytest.raises(Exception, match="MLFloat16 data type is not supported"):
         run_cpu(m, feeds)  # the refusal this rule is about
     r = convert(m, "cpu")
@@ -401,9 +623,11 @@ def test_cpu_target_does_not_keep_float16_scatter_add_native():
     for row in range(4):
         for col in range(3):
             exact[row, feeds["indices"][row, col] % 5] += feeds["updates"][row, col]
-            magnitude[row, feeds["indices"][row, col] % 5] += abs(float(feeds["updates"][row, col]))
+            magnitude[row, feeds["indices"][row, col] % 5] += abs(
+                float(feeds["updates"][row, col])
+            )
     # docs/convert.md bound for a lowered scatter add: (ceil(log2 K) + 2) * u * sum|terms|, K = 3
-    bound = (2 + 2) * 2.0 ** -11 * magnitude
+    bound = (2 + 2) * 2.0**-11 * magnitude
     got = run_cpu(r.model, feeds)[0].astype(np.float64)
     assert (np.abs(got - exact) <= bound).all(), np.abs(got - exact).max()
 
@@ -413,15 +637,33 @@ def test_refused_lowering_keeps_ort_cpu_kernel_and_plain_onnxruntime_loads_it():
     untouched: the model still loads in plain onnxruntime), the Python fallback only last."""
     import onnxruntime as ort
 
-    m = single_op("ScatterND", [("data", np.float32, [4, 3]), ("indices", np.int64, ["t", "q"]),
-                                ("updates", np.float32, ["t"])], {"reduction": "add"}, opset=18, out_shape=[4, 3])
+    m = single_op(
+        "ScatterND",
+        [
+            ("data", np.float32, [4, 3]),
+            ("indices", np.int64, ["t", "q"]),
+            ("updates", np.float32, ["t"]),
+        ],
+        {"reduction": "add"},
+        opset=18,
+        out_shape=[4, 3],
+    )
     r = convert(m, "dml", strategy="auto")
     (node,) = r.report.nodes
-    assert node.action == "cpu" and "coordinates per update" in node.reason and "CPU kernel" in node.reason
+    assert (
+        node.action == "cpu"
+        and "coordinates per update" in node.reason
+        and "CPU kernel" in node.reason
+    )
     assert not any(d == DOMAIN for d, _ in op_types(r.model))
-    sess = ort.InferenceSession(r.model.SerializeToString(), providers=["CPUExecutionProvider"])
-    feeds = {"data": np.zeros((4, 3), np.float32), "indices": np.array([[1, 2], [1, 2], [-1, 0]]),
-             "updates": np.array([1.0, 2.0, 5.0], np.float32)}
+    sess = ort.InferenceSession(
+        r.model.SerializeToString(), providers=["CPUExecutionProvider"]
+    )
+    feeds = {
+        "data": np.zeros((4, 3), np.float32),
+        "indices": np.array([[1, 2], [1, 2], [-1, 0]]),
+        "updates": np.array([1.0, 2.0, 5.0], np.float32),
+    }
     want = np.zeros((4, 3), np.float32)
     want[1, 2], want[3, 0] = 3.0, 5.0
     np.testing.assert_array_equal(sess.run(None, feeds)[0], want)
@@ -432,9 +674,17 @@ def test_refused_lowering_keeps_ort_cpu_kernel_and_plain_onnxruntime_loads_it():
 def test_fallback_strategy_handles_scatter_nd(reduction):
     from ort_dml_ops import InferenceSession
 
-    m = single_op("ScatterND", [("data", np.float32, ["a", "b", "c"]), ("indices", np.int64, ["t", 2]),
-                                ("updates", np.float32, ["t", "c"])], {"reduction": reduction}, opset=18,
-                  out_shape=["a", "b", "c"])
+    m = single_op(
+        "ScatterND",
+        [
+            ("data", np.float32, ["a", "b", "c"]),
+            ("indices", np.int64, ["t", 2]),
+            ("updates", np.float32, ["t", "c"]),
+        ],
+        {"reduction": reduction},
+        opset=18,
+        out_shape=["a", "b", "c"],
+    )
     r = convert(m, "dml", strategy="fallback")
     assert r.report.nodes[0].action == "fallback"
     rng = np.random.default_rng(3)
@@ -446,4 +696,6 @@ def test_fallback_strategy_handles_scatter_nd(reduction):
     updates = rng.normal(size=(len(indices), 5)).astype(np.float32)
     feeds = {"data": data, "indices": indices, "updates": updates}
     (want,) = run_cpu(m, feeds)
-    np.testing.assert_allclose(InferenceSession(r.model).run(None, feeds)[0], want, rtol=1e-6, atol=1e-6)
+    np.testing.assert_allclose(
+        InferenceSession(r.model).run(None, feeds)[0], want, rtol=1e-6, atol=1e-6
+    )

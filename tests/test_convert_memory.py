@@ -51,10 +51,14 @@ print("ok")
 """
 
 
-@pytest.mark.parametrize("opset", [18, 22])  # 22: convert also brings the model down to opset 21
+@pytest.mark.parametrize(
+    "opset", [18, 22]
+)  # 22: convert also brings the model down to opset 21
 def test_convert_peak_memory_with_a_256_mib_initializer(tmp_path, opset):
     model, out = tmp_path / "big.onnx", tmp_path / "out.onnx"
-    subprocess.run([sys.executable, "-c", BUILD, str(model), str(64 * MIB), str(opset)], check=True)
+    subprocess.run(
+        [sys.executable, "-c", BUILD, str(model), str(64 * MIB), str(opset)], check=True
+    )
     size = model.stat().st_size
     assert size >= 256 * MIB
     proc = subprocess.Popen(

@@ -168,6 +168,8 @@ def test_local_functions_in_a_fresh_process(tmp_path):
         f"import numpy as np, ort_dml_ops; s = ort_dml_ops.InferenceSession({path!r}, providers=['CPUExecutionProvider']);"
         "print(s.run(None, {'x': np.array([[1, 2, 3], [4, 5, 6]], np.float32)})[0].tolist())"
     )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=False
+    )
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == str(np.cumprod(X, axis=1).tolist())

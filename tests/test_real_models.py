@@ -23,8 +23,8 @@ import onnxruntime as ort
 import pytest
 
 from ort_dml_ops import DOMAIN, convert, inspect
+from ort_dml_ops.domain_schemas import registered
 from ort_dml_ops.modelio import MAX_IR_VERSION
-from ort_dml_ops.schemas import registered
 from ort_dml_ops.session import InferenceSession
 from tests.real_models import CORPUS, NAMES, REAL_MODELS, get
 

@@ -28,6 +28,7 @@ from onnx import TensorProto, helper, numpy_helper
 from ort_dml_ops import UserError
 from ort_dml_ops.cli import main
 from ort_dml_ops.modelio import save_model_atomic
+from tests.fs_fixtures import snapshot
 
 pytest_plugins = ["tests.fs_fixtures"]  # immutable_dir, tiny_fs
 ROOT = Path(__file__).resolve().parent.parent
@@ -67,18 +68,6 @@ def external_model(
         size_threshold=0,
     )
     return path
-
-
-def snapshot(folder: Path) -> dict:
-    out = {}
-    for p in sorted(folder.rglob("*")):
-        if p.is_symlink():
-            out[str(p)] = "link->" + os.readlink(p)
-        elif p.is_file():
-            out[str(p)] = hashlib.sha256(p.read_bytes()).hexdigest()
-        elif p.is_dir():
-            out[str(p)] = "dir"
-    return out
 
 
 def one_error_line(capsys) -> str:

@@ -22,27 +22,45 @@ from ort_dml_ops.session import InferenceSession
 
 ROOT = Path(__file__).resolve().parent.parent
 STRATEGIES = ("native", "lower", "fallback", "auto")
-EPS = ["cpu"] + (["cuda"] if "CUDAExecutionProvider" in ort.get_available_providers() else [])
+EPS = ["cpu"] + (
+    ["cuda"] if "CUDAExecutionProvider" in ort.get_available_providers() else []
+)
 NAMES = zoo.names()
 
 #: inspect(target="dml") summary of each UNCONVERTED model: (gpu_nodes, cpu_nodes, copies).
 #: native leaves the model as it is, so this is also the native summary.
 BEFORE = {  # each node and copy as ORT itself recorded them on the DML lane: tests/data/placement/truth.json
-    "position_ids": (4, 0, 0),          # int64 CumSum: a DML kernel (the output Identity is eliminated)
-    "nucleus_sampling": (8, 1, 3),      # ScatterElements at opset 18: no DML kernel (since-version match)
-    "ddpm_step": (15, 1, 2),            # DOMAIN::CumProd: custom op, CPU
-    "survival_curve": (6, 1, 2),        # float16 CumProd: the fallback session's two Casts run on DML
+    "position_ids": (
+        4,
+        0,
+        0,
+    ),  # int64 CumSum: a DML kernel (the output Identity is eliminated)
+    "nucleus_sampling": (
+        8,
+        1,
+        3,
+    ),  # ScatterElements at opset 18: no DML kernel (since-version match)
+    "ddpm_step": (15, 1, 2),  # DOMAIN::CumProd: custom op, CPU
+    "survival_curve": (
+        6,
+        1,
+        2,
+    ),  # float16 CumProd: the fallback session's two Casts run on DML
     "discounted_return": (4, 1, 2),
-    "bincount": (4, 1, 1),              # reduction add: QueryScatter refuses; it writes the graph output
-    "segment_max": (2, 1, 1),           # reduction max
+    "bincount": (
+        4,
+        1,
+        1,
+    ),  # reduction add: QueryScatter refuses; it writes the graph output
+    "segment_max": (2, 1, 1),  # reduction max
     "moe_combine": (3, 1, 2),
     "linear_recurrence": (8, 1, 2),
-    "scatter_reduce_amax": (2, 2, 1),   # both scatters at opset 18
+    "scatter_reduce_amax": (2, 2, 1),  # both scatters at opset 18
 }
 #: strategy fallback: (gpu_nodes, cpu_nodes, copies) — every family node on the Python fallback (CPU).
 FALLBACK = {
     "position_ids": (3, 1, 2),
-    "nucleus_sampling": (11, 2, 5),     # float16: the fallback session's Casts run on DML
+    "nucleus_sampling": (11, 2, 5),  # float16: the fallback session's Casts run on DML
     "ddpm_step": (15, 1, 2),
     "survival_curve": (6, 1, 2),
     "discounted_return": (3, 2, 4),
@@ -72,6 +90,7 @@ def converted():
 
 # ------------------------------------------------------------------------------ the zoo itself
 
+
 def test_zoo_covers_the_required_uses():
     models = zoo.models()
     assert len(models) >= 8
@@ -83,9 +102,18 @@ def test_zoo_covers_the_required_uses():
     assert any(m.opset >= 18 and "ScatterElements" in m.families for m in models)
     assert any({"CumSum", "CumProd"} <= set(m.families) for m in models)
     scatter_reduce = zoo.get("scatter_reduce_amax").load_model()
-    ops = [(n.op_type, {a.name: a for a in n.attribute}) for n in scatter_reduce.graph.node]
-    reductions = [a["reduction"].s.decode() if "reduction" in a else "none" for op, a in ops if op == "ScatterElements"]
-    assert reductions == ["none", "max"]  # include_self=False: clear the targets, then reduce
+    ops = [
+        (n.op_type, {a.name: a for a in n.attribute}) for n in scatter_reduce.graph.node
+    ]
+    reductions = [
+        a["reduction"].s.decode() if "reduction" in a else "none"
+        for op, a in ops
+        if op == "ScatterElements"
+    ]
+    assert reductions == [
+        "none",
+        "max",
+    ]  # include_self=False: clear the targets, then reduce
 
 
 @pytest.mark.parametrize("name", NAMES)
@@ -94,8 +122,14 @@ def test_zoo_files_are_valid_small_and_consistent(name):
     model = m.load_model()
     onnx.checker.check_model(model, full_check=True)
     assert model.ir_version <= MAX_IR_VERSION
-    assert [i.name for i in model.graph.input] == list(m.input_names) == list(m.inputs())
-    assert [o.name for o in model.graph.output] == list(m.output_names) == list(m.expected())
+    assert (
+        [i.name for i in model.graph.input] == list(m.input_names) == list(m.inputs())
+    )
+    assert (
+        [o.name for o in model.graph.output]
+        == list(m.output_names)
+        == list(m.expected())
+    )
     for vi in list(model.graph.input) + list(model.graph.output):
         dims = vi.type.tensor_type.shape.dim
         assert all(d.HasField("dim_value") for d in dims) == m.static_shapes, vi.name
@@ -105,11 +139,18 @@ def test_zoo_files_are_valid_small_and_consistent(name):
 
 def test_zoo_total_size_is_small():
     folder = ROOT / "ort_dml_ops" / "data" / "zoo"
-    assert sum(p.stat().st_size for p in folder.rglob("*") if p.is_file()) < 2 * 1024 * 1024
+    assert (
+        sum(p.stat().st_size for p in folder.rglob("*") if p.is_file())
+        < 2 * 1024 * 1024
+    )
 
 
 def test_zoo_is_rebuilt_byte_for_byte_by_its_tool():
-    proc = subprocess.run([sys.executable, str(ROOT / "tools" / "build_zoo.py"), "--check"], capture_output=True, text=True)
+    proc = subprocess.run(
+        [sys.executable, str(ROOT / "tools" / "build_zoo.py"), "--check"],
+        capture_output=True,
+        text=True,
+    )
     assert proc.returncode == 0, proc.stdout + proc.stderr
 
 
@@ -131,6 +172,7 @@ def test_unknown_zoo_model_is_a_key_error():
 
 # ------------------------------------------------------------------------------ model x strategy x EP
 
+
 def _run(model, feeds, ep):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -149,11 +191,17 @@ def test_zoo_model_outputs(name, strategy, ep, converted):
     known = m.native_cpu_error if (strategy == "native" and ep == "cpu") else None
     if known:
         # ONNX Runtime itself cannot run the unconverted model on its CPU EP: pin the failure.
-        with pytest.raises(Exception, match=known.replace("(", r"\(").replace(")", r"\)").replace(".", r"\.")):
+        with pytest.raises(
+            Exception,
+            match=known.replace("(", r"\(").replace(")", r"\)").replace(".", r"\."),
+        ):
             _run(model, m.inputs(), ep)
         return
     providers, outputs = _run(model, m.inputs(), ep)
-    assert providers[0] == {"cpu": "CPUExecutionProvider", "cuda": "CUDAExecutionProvider"}[ep]
+    assert (
+        providers[0]
+        == {"cpu": "CPUExecutionProvider", "cuda": "CUDAExecutionProvider"}[ep]
+    )
     problems = m.compare(outputs)
     assert not problems, "\n".join(problems)
 
@@ -164,27 +212,38 @@ def test_zoo_model_placement_after_convert(name, strategy, converted):
     m = zoo.get(name)
     result = converted[name, strategy]
     summary = _triple(result.report.inspect.to_dict()["summary"])
-    assert _triple(inspect(result.model, "dml").to_dict()["summary"]) == summary  # the embedded report is inspect's
+    assert (
+        _triple(inspect(result.model, "dml").to_dict()["summary"]) == summary
+    )  # the embedded report is inspect's
     assert _triple(inspect(m.load_model(), "dml").to_dict()["summary"]) == BEFORE[name]
     if strategy == "native":
         assert summary == BEFORE[name]
         assert result.model.SerializeToString() == m.load_model().SerializeToString()
     elif strategy == "fallback":
         assert summary == FALLBACK[name]
-        fam_nodes = [n for n in result.model.graph.node if n.op_type in ("CumSum", "CumProd", "ScatterElements")]
+        fam_nodes = [
+            n
+            for n in result.model.graph.node
+            if n.op_type in ("CumSum", "CumProd", "ScatterElements")
+        ]
         assert fam_nodes and all(n.domain == DOMAIN for n in fam_nodes)
     else:  # lower, auto: every node on the DML GPU (all zoo models qualify, static or not)
         gpu, cpu, copies = summary
         # the only copies: each lowered scatter's run-time index guard hands one flag to the host,
         # where two scalar nodes (Equal, Where) pick the output's shape; guards over the same
         # indices are one computation after ORT's common-subexpression elimination
-        guards = sum(n.name.endswith("/IndexOrSizeOutOfRange") for n in result.model.graph.node)
-        assert (guards > 0) == (copies > 0) and copies <= guards and cpu == 2 * copies, \
-            result.report.to_dict()["inspect"]["nodes"]
+        guards = sum(
+            n.name.endswith("/IndexOrSizeOutOfRange") for n in result.model.graph.node
+        )
+        assert (
+            (guards > 0) == (copies > 0) and copies <= guards and cpu == 2 * copies
+        ), result.report.to_dict()["inspect"]["nodes"]
         assert gpu >= BEFORE[name][0] + BEFORE[name][1]
         nodes = result.report.inspect.to_dict()["nodes"]
         host = [n for n in nodes if n["provider"] not in ("DmlExecutionProvider", None)]
-        assert all(n["name"].split("/")[-1].split("_")[0] in ("Equal", "Where") for n in host), host
+        assert all(
+            n["name"].split("/")[-1].split("_")[0] in ("Equal", "Where") for n in host
+        ), host
 
 
 def test_auto_and_lower_agree_on_the_zoo(converted):
@@ -196,7 +255,11 @@ def test_auto_and_lower_agree_on_the_zoo(converted):
 
 @pytest.mark.parametrize("name", NAMES)
 def test_zoo_converted_without_index_guard_has_no_copy(name):
-    result = convert(zoo.get(name).load_model(), "dml", strategy="auto", check_indices=False)
-    assert not any(n.name.endswith("/IndexOrSizeOutOfRange") for n in result.model.graph.node)
-    gpu, cpu, copies = _triple(result.report.inspect.to_dict()["summary"])
+    result = convert(
+        zoo.get(name).load_model(), "dml", strategy="auto", check_indices=False
+    )
+    assert not any(
+        n.name.endswith("/IndexOrSizeOutOfRange") for n in result.model.graph.node
+    )
+    _, cpu, copies = _triple(result.report.inspect.to_dict()["summary"])
     assert (cpu, copies) == (0, 0), result.report.to_dict()["inspect"]["nodes"]

@@ -22,10 +22,10 @@ import onnxruntime as ort
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 
-import ort_dml_ops  # noqa: E402
-from ort_dml_ops import DOMAIN  # noqa: E402
-from ort_dml_ops.bench.timing import quiet_session_options  # noqa: E402
-from tests.bad_inputs.corpus import cumsum_model  # noqa: E402
+import ort_dml_ops
+from ort_dml_ops import DOMAIN
+from ort_dml_ops.bench.timing import quiet_session_options
+from tests.bad_inputs.corpus import cumsum_model
 
 
 def _so():
@@ -35,12 +35,17 @@ def _so():
 
 def make(kind: str):
     if kind == "fallback":
-        return ort_dml_ops.InferenceSession(cumsum_model(domain=DOMAIN, op="CumProd"), providers=["CPUExecutionProvider"],
-                                            sess_options=_so())
+        return ort_dml_ops.InferenceSession(
+            cumsum_model(domain=DOMAIN, op="CumProd"),
+            providers=["CPUExecutionProvider"],
+            sess_options=_so(),
+        )
     m = cumsum_model(op="CumProd")
     m.opset_import[0].version = 26
     m.ir_version = 13
-    return ort.InferenceSession(m.SerializeToString(), _so(), providers=["CPUExecutionProvider"])
+    return ort.InferenceSession(
+        m.SerializeToString(), _so(), providers=["CPUExecutionProvider"]
+    )
 
 
 def throughput(kind: str, rows: int, threads: int, seconds: float) -> float:
@@ -77,8 +82,14 @@ def main() -> int:
     ap.add_argument("--seconds", type=float, default=2.0)
     ap.add_argument("--threads", type=int, nargs="+", default=[1, 2, 4])
     args = ap.parse_args()
-    print(f"# {platform.machine()}, {os.cpu_count()} cores, onnxruntime {ort.__version__}, numpy {np.__version__}")
-    print("| kernel | x | " + " | ".join(f"{n} thr calls/s (×1)" for n in args.threads) + " |")
+    print(
+        f"# {platform.machine()}, {os.cpu_count()} cores, onnxruntime {ort.__version__}, numpy {np.__version__}"
+    )
+    print(
+        "| kernel | x | "
+        + " | ".join(f"{n} thr calls/s (×1)" for n in args.threads)
+        + " |"
+    )
     print("|---|---|" + "---:|" * len(args.threads))
     for rows in (64, 250_000):
         for kind in ("fallback", "native"):

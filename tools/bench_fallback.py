@@ -29,25 +29,38 @@ from ort_dml_ops.bench.timing import quiet_session_options
 
 def scan_model(op, domain, opset, shape, axis):
     node = helper.make_node(op, ["x", "axis"], ["y"], domain=domain)
-    graph = helper.make_graph([node], "bench", [helper.make_tensor_value_info("x", TensorProto.FLOAT, shape)],
-                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, shape)],
-                              [helper.make_tensor("axis", TensorProto.INT64, [], [axis])])
+    graph = helper.make_graph(
+        [node],
+        "bench",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, shape)],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, shape)],
+        [helper.make_tensor("axis", TensorProto.INT64, [], [axis])],
+    )
     return _model(graph, opset, domain)
 
 
 def scatter_model(domain, opset, data_shape, n_updates):
     attrs = {"axis": 0, "reduction": "add"}
-    node = helper.make_node("ScatterElements", ["data", "indices", "updates"], ["y"], domain=domain, **attrs)
-    graph = helper.make_graph([node], "bench", [
-        helper.make_tensor_value_info("data", TensorProto.FLOAT, data_shape),
-        helper.make_tensor_value_info("indices", TensorProto.INT64, [n_updates]),
-        helper.make_tensor_value_info("updates", TensorProto.FLOAT, [n_updates])],
-        [helper.make_tensor_value_info("y", TensorProto.FLOAT, data_shape)])
+    node = helper.make_node(
+        "ScatterElements", ["data", "indices", "updates"], ["y"], domain=domain, **attrs
+    )
+    graph = helper.make_graph(
+        [node],
+        "bench",
+        [
+            helper.make_tensor_value_info("data", TensorProto.FLOAT, data_shape),
+            helper.make_tensor_value_info("indices", TensorProto.INT64, [n_updates]),
+            helper.make_tensor_value_info("updates", TensorProto.FLOAT, [n_updates]),
+        ],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, data_shape)],
+    )
     return _model(graph, opset, domain)
 
 
 def _model(graph, opset, domain):
-    imports = [helper.make_opsetid("", opset)] + ([helper.make_opsetid(DOMAIN, 1)] if domain else [])
+    imports = [helper.make_opsetid("", opset)] + (
+        [helper.make_opsetid(DOMAIN, 1)] if domain else []
+    )
     model = helper.make_model(graph, opset_imports=imports)
     model.ir_version = 10 if opset <= 21 else 13
     return model
@@ -58,13 +71,26 @@ def cases():
     x = (rng.random((8, 1024, 1024), dtype=np.float32) * 0.1 + 0.95).astype(np.float32)
     for op, opset in (("CumProd", 26), ("CumSum", 14)):
         for axis in (2, 0):
-            yield (f"{op} f32 [8,1024,1024] axis={axis}", scan_model(op, "", opset, [8, 1024, 1024], axis),
-                   scan_model(op, DOMAIN, 17, [8, 1024, 1024], axis), {"x": x}, 1.5)
+            yield (
+                f"{op} f32 [8,1024,1024] axis={axis}",
+                scan_model(op, "", opset, [8, 1024, 1024], axis),
+                scan_model(op, DOMAIN, 17, [8, 1024, 1024], axis),
+                {"x": x},
+                1.5,
+            )
     n = 1_000_000
-    feeds = {"data": np.zeros(50_000, np.float32), "indices": rng.integers(0, 50_000, n),
-             "updates": rng.random(n, dtype=np.float32)}
-    yield ("ScatterElements add, 1M updates into 50k", scatter_model("", 18, [50_000], n),
-           scatter_model(DOMAIN, 17, [50_000], n), feeds, 2.0)
+    feeds = {
+        "data": np.zeros(50_000, np.float32),
+        "indices": rng.integers(0, 50_000, n),
+        "updates": rng.random(n, dtype=np.float32),
+    }
+    yield (
+        "ScatterElements add, 1M updates into 50k",
+        scatter_model("", 18, [50_000], n),
+        scatter_model(DOMAIN, 17, [50_000], n),
+        feeds,
+        2.0,
+    )
 
 
 def _timed(sess, feeds, stock: bool) -> float:
@@ -85,9 +111,18 @@ def _timed(sess, feeds, stock: bool) -> float:
 
 def measure(native, fallback, feeds, reps, stock=False):
     so = quiet_session_options()
-    native_s = ort.InferenceSession(native.SerializeToString(), so, providers=["CPUExecutionProvider"])
-    fallback_s = ort_dml_ops.InferenceSession(fallback, providers=["CPUExecutionProvider"], sess_options=quiet_session_options())
-    a, b = native_s.run(None, feeds)[0], fallback_s.run(None, feeds)[0]  # warm-up, and a sanity check
+    native_s = ort.InferenceSession(
+        native.SerializeToString(), so, providers=["CPUExecutionProvider"]
+    )
+    fallback_s = ort_dml_ops.InferenceSession(
+        fallback,
+        providers=["CPUExecutionProvider"],
+        sess_options=quiet_session_options(),
+    )
+    a, b = (
+        native_s.run(None, feeds)[0],
+        fallback_s.run(None, feeds)[0],
+    )  # warm-up, and a sanity check
     if not np.allclose(a, b, rtol=1e-4, atol=1e-5, equal_nan=True):
         raise SystemExit("fallback and native outputs differ")
     t_native, t_fallback, t_stock = [], [], []
@@ -96,31 +131,62 @@ def measure(native, fallback, feeds, reps, stock=False):
         t_fallback.append(_timed(fallback_s, feeds, False))
         if stock and rep < 3:  # the stock path takes seconds: three runs are enough
             t_stock.append(_timed(fallback_s, feeds, True))
-    return float(np.median(t_native)), float(np.median(t_fallback)), float(np.median(t_stock)) if t_stock else None
+    return (
+        float(np.median(t_native)),
+        float(np.median(t_fallback)),
+        float(np.median(t_stock)) if t_stock else None,
+    )
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--reps", type=int, default=15)
     parser.add_argument("--json", action="store_true")
-    parser.add_argument("--stock", action="store_true", help="also time the library's stock (tolist) return path")
+    parser.add_argument(
+        "--stock",
+        action="store_true",
+        help="also time the library's stock (tolist) return path",
+    )
     args = parser.parse_args()
     rows = []
     for name, native, fallback, feeds, target in cases():
         tn, tf, ts = measure(native, fallback, feeds, args.reps, args.stock)
-        rows.append({"case": name, "native_ms": tn * 1e3, "fallback_ms": tf * 1e3, "ratio": tf / tn, "target": target,
-                     "stock_ms": ts * 1e3 if ts else None})
-    meta = {"machine": f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores", "onnxruntime": ort.__version__,
-            "date": time.strftime("%Y-%m-%d"), "reps": args.reps}
+        rows.append(
+            {
+                "case": name,
+                "native_ms": tn * 1e3,
+                "fallback_ms": tf * 1e3,
+                "ratio": tf / tn,
+                "target": target,
+                "stock_ms": ts * 1e3 if ts else None,
+            }
+        )
+    meta = {
+        "machine": f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores",
+        "onnxruntime": ort.__version__,
+        "date": time.strftime("%Y-%m-%d"),
+        "reps": args.reps,
+    }
     if args.json:
         print(json.dumps({"meta": meta, "rows": rows}, indent=1))
         return
     print(f"# {meta}")
-    print(f"{'case':44} {'native ms':>10} {'fallback ms':>12} {'ratio':>6} {'target':>7}" + ("  stock ms (ratio)" if args.stock else ""))
+    print(
+        f"{'case':44} {'native ms':>10} {'fallback ms':>12} {'ratio':>6} {'target':>7}"
+        + ("  stock ms (ratio)" if args.stock else "")
+    )
     for r in rows:
         flag = "ok  " if r["ratio"] <= r["target"] else "MISS"
-        stock = f"  {r['stock_ms']:.0f} ({r['stock_ms'] / r['native_ms']:.0f}x)" if r["stock_ms"] else ""
-        print(f"{r['case']:44} {r['native_ms']:10.1f} {r['fallback_ms']:12.1f} {r['ratio']:6.2f} {r['target']:6.1f}x {flag}{stock}")
+        stock = (
+            f"  {r['stock_ms']:.0f} ({r['stock_ms'] / r['native_ms']:.0f}x)"
+            if r["stock_ms"]
+            else ""
+        )
+        print(
+            f"{r['case']:44} {r['native_ms']:10.1f} {r['fallback_ms']:12.1f} {r['ratio']:6.2f} {r['target']:6.1f}x {flag}{stock}"
+        )
 
 
 if __name__ == "__main__":

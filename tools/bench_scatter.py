@@ -31,13 +31,26 @@ VIEWS = ("Reshape", "Squeeze", "Unsqueeze", "Flatten", "Identity")
 
 def scatter_model(n: int, reduction: str, symbolic: bool):
     dims = ["rows", "cols"] if symbolic else [n, n]
-    node = helper.make_node("ScatterElements", ["data", "indices", "updates"], ["y"], axis=1, reduction=reduction)
-    g = helper.make_graph([node], "scatter",
-                          [helper.make_tensor_value_info("data", TensorProto.FLOAT, dims),
-                           helper.make_tensor_value_info("indices", TensorProto.INT64, dims),
-                           helper.make_tensor_value_info("updates", TensorProto.FLOAT, dims)],
-                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, dims)])
-    return helper.make_model(g, opset_imports=[helper.make_opsetid("", 18)], ir_version=10)
+    node = helper.make_node(
+        "ScatterElements",
+        ["data", "indices", "updates"],
+        ["y"],
+        axis=1,
+        reduction=reduction,
+    )
+    g = helper.make_graph(
+        [node],
+        "scatter",
+        [
+            helper.make_tensor_value_info("data", TensorProto.FLOAT, dims),
+            helper.make_tensor_value_info("indices", TensorProto.INT64, dims),
+            helper.make_tensor_value_info("updates", TensorProto.FLOAT, dims),
+        ],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, dims)],
+    )
+    return helper.make_model(
+        g, opset_imports=[helper.make_opsetid("", 18)], ir_version=10
+    )
 
 
 def feeds_for(n: int, reduction: str, seed: int = 0) -> dict:
@@ -46,8 +59,11 @@ def feeds_for(n: int, reduction: str, seed: int = 0) -> dict:
         indices = np.argsort(rng.random((n, n)), axis=1).astype(np.int64)
     else:
         indices = rng.integers(-n, n, (n, n)).astype(np.int64)
-    return {"data": rng.normal(size=(n, n)).astype(np.float32), "indices": indices,
-            "updates": rng.normal(size=(n, n)).astype(np.float32)}
+    return {
+        "data": rng.normal(size=(n, n)).astype(np.float32),
+        "indices": indices,
+        "updates": rng.normal(size=(n, n)).astype(np.float32),
+    }
 
 
 def _write_passes(model, feeds, data_bytes: int) -> float:
@@ -60,7 +76,9 @@ def _write_passes(model, feeds, data_bytes: int) -> float:
     with tempfile.TemporaryDirectory() as tmp:
         so.enable_profiling = True
         so.profile_file_prefix = os.path.join(tmp, "p")
-        sess = ort.InferenceSession(model.SerializeToString(), so, providers=["CPUExecutionProvider"])
+        sess = ort.InferenceSession(
+            model.SerializeToString(), so, providers=["CPUExecutionProvider"]
+        )
         sess.run(None, feeds)
         with open(sess.end_profiling()) as f:
             events = json.load(f)
@@ -79,19 +97,39 @@ def bench_case(n: int, reduction: str, reps: int) -> dict:
     variants = {
         "native": static,
         "lowered": convert(static, "dml", strategy="lower").model,
-        "lowered_unguarded": convert(static, "dml", strategy="lower", check_indices=False).model,
+        "lowered_unguarded": convert(
+            static, "dml", strategy="lower", check_indices=False
+        ).model,
         "lowered_symbolic": convert(symbolic, "dml", strategy="lower").model,
     }
-    sessions = {k: ort.InferenceSession(m.SerializeToString(), quiet_session_options(), providers=["CPUExecutionProvider"])
-                for k, m in variants.items()}
+    sessions = {
+        k: ort.InferenceSession(
+            m.SerializeToString(),
+            quiet_session_options(),
+            providers=["CPUExecutionProvider"],
+        )
+        for k, m in variants.items()
+    }
     want = sessions["native"].run(None, feeds)[0]
     checks = {}
     for k, s in sessions.items():
         got = s.run(None, feeds)[0]
-        checks[k] = bool(np.allclose(got, want, rtol=1e-5, atol=1e-5 * max(1.0, float(np.abs(want).max()))))
-    times = interleaved({k: (lambda s=s: s.run(None, feeds)) for k, s in sessions.items()}, reps)
+        checks[k] = bool(
+            np.allclose(
+                got, want, rtol=1e-5, atol=1e-5 * max(1.0, float(np.abs(want).max()))
+            )
+        )
+    times = interleaved(
+        {k: (lambda s=s: s.run(None, feeds)) for k, s in sessions.items()}, reps
+    )
     data_bytes = feeds["data"].nbytes
-    out = {"n": n, "elements": n * n, "reduction": reduction, "outputs_match": checks, "variants": {}}
+    out = {
+        "n": n,
+        "elements": n * n,
+        "reduction": reduction,
+        "outputs_match": checks,
+        "variants": {},
+    }
     for k, m in variants.items():
         summary = inspect(m, "dml").to_dict()["summary"]
         out["variants"][k] = {
@@ -107,24 +145,41 @@ def bench_case(n: int, reduction: str, reps: int) -> dict:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--sizes", default="100,1000", help="n for [n, n] data (comma-separated); 1000 = 1e6 elements")
+    ap.add_argument(
+        "--sizes",
+        default="100,1000",
+        help="n for [n, n] data (comma-separated); 1000 = 1e6 elements",
+    )
     ap.add_argument("--reductions", default="none,add,mul,max,min")
     ap.add_argument("--reps", type=int, default=5)
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
-    cases = [bench_case(int(n), r, args.reps) for n in args.sizes.split(",") for r in args.reductions.split(",")]
-    record = {"machine": {"platform": platform.platform(), "onnxruntime": ort.__version__}, "cases": cases}
+    cases = [
+        bench_case(int(n), r, args.reps)
+        for n in args.sizes.split(",")
+        for r in args.reductions.split(",")
+    ]
+    record = {
+        "machine": {"platform": platform.platform(), "onnxruntime": ort.__version__},
+        "cases": cases,
+    }
     if args.json:
         print(json.dumps(record, indent=1))
         return
-    print(f"onnxruntime {ort.__version__}, CPU EP, interleaved medians; passes = bytes written / data bytes (views apart)")
-    print(f"{'elements':>9} {'red':>4} | {'variant':<18} {'ms':>9} {'x native':>9} {'nodes':>6} {'passes':>7} "
-          f"{'dml copies':>10} {'dml cpu nodes':>13} ok")
+    print(
+        f"onnxruntime {ort.__version__}, CPU EP, interleaved medians; passes = bytes written / data bytes (views apart)"
+    )
+    print(
+        f"{'elements':>9} {'red':>4} | {'variant':<18} {'ms':>9} {'x native':>9} {'nodes':>6} {'passes':>7} "
+        f"{'dml copies':>10} {'dml cpu nodes':>13} ok"
+    )
     for c in cases:
         for k, v in c["variants"].items():
-            print(f"{c['elements']:>9} {c['reduction']:>4} | {k:<18} {v['median_ms']:9.2f} {v['ratio_to_native']:9.2f} "
-                  f"{v['nodes']:6d} {v['write_passes']:7.1f} {v['dml_copies']:10d} {v['dml_cpu_nodes']:13d} "
-                  f"{'yes' if c['outputs_match'][k] else 'NO'}")
+            print(
+                f"{c['elements']:>9} {c['reduction']:>4} | {k:<18} {v['median_ms']:9.2f} {v['ratio_to_native']:9.2f} "
+                f"{v['nodes']:6d} {v['write_passes']:7.1f} {v['dml_copies']:10d} {v['dml_cpu_nodes']:13d} "
+                f"{'yes' if c['outputs_match'][k] else 'NO'}"
+            )
 
 
 if __name__ == "__main__":

@@ -47,7 +47,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from ort_dml_ops._domain import DOMAIN, DOMAIN_VERSION
-from ort_dml_ops.schemas import registered
+from ort_dml_ops.domain_schemas import registered
 
 OUT = ROOT / "models" / "real"
 FAMILY_OPS = ("CumSum", "CumProd", "ScatterElements", "ScatterND", "Scatter")
@@ -285,7 +285,7 @@ def _pyg_export_max(feeds, reduce):
     out = np.zeros((x.shape[0], src.shape[1]), src.dtype)
     pick = np.maximum if reduce == "max" else np.minimum
     fill = src.min() if reduce == "max" else src.max()
-    for i, j in enumerate(index):
+    for j in index:
         out[j] = pick(out[j], fill)
     for i, j in enumerate(index):
         out[j] = pick(out[j], src[i])

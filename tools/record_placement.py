@@ -52,7 +52,11 @@ def main(argv=None) -> int:
     import numpy as np
 
     from ort_dml_ops import DOMAIN, zoo
-    from ort_dml_ops.placement.truth import record
+
+    sys.path.insert(
+        0, str(Path(__file__).resolve().parent)
+    )  # tools/: the dml_lane package
+    from dml_lane.truth import record
 
     inputs = None
     if args.inputs:

@@ -17,7 +17,9 @@ from . import models
 from .timing import interleaved
 
 
-def run_convert_cost(n_nodes: int = 10_000, target: str = "dml", strategy: str = "auto", reps: int = 3) -> dict:
+def run_convert_cost(
+    n_nodes: int = 10_000, target: str = "dml", strategy: str = "auto", reps: int = 3
+) -> dict:
     from ..conversion import convert
     from ..inspection import inspect
     from ..targets import get_target
@@ -45,15 +47,28 @@ def run_convert_cost(n_nodes: int = 10_000, target: str = "dml", strategy: str =
         loaded = onnx.load(src)
         first = converted()  # warm-up, and the sizes for the record
         inspect(loaded, target)
-        fns = {"load_check_save": baseline, "convert_save": converted, "inspect": lambda: inspect(loaded, target)}
+        fns = {
+            "load_check_save": baseline,
+            "convert_save": converted,
+            "inspect": lambda: inspect(loaded, target),
+        }
         if strategy != "native":
             fns["convert_save_native"] = unchanged
         t = interleaved(fns, reps)
     ms = {k: round(v["median_s"] * 1e3, 1) for k, v in t.items()}
-    out = {"nodes_in": n_nodes, "nodes_out": len(first.model.graph.node), "target": target, "strategy": strategy,
-           "summary": first.report.summary(), "reps": reps, "ms": ms,
-           "convert/baseline": round(ms["convert_save"] / ms["load_check_save"], 2),
-           "inspect_s": round(ms["inspect"] / 1e3, 3)}
+    out = {
+        "nodes_in": n_nodes,
+        "nodes_out": len(first.model.graph.node),
+        "target": target,
+        "strategy": strategy,
+        "summary": first.report.summary(),
+        "reps": reps,
+        "ms": ms,
+        "convert/baseline": round(ms["convert_save"] / ms["load_check_save"], 2),
+        "inspect_s": round(ms["inspect"] / 1e3, 3),
+    }
     if "convert_save_native" in ms:
-        out["convert_native/baseline"] = round(ms["convert_save_native"] / ms["load_check_save"], 2)
+        out["convert_native/baseline"] = round(
+            ms["convert_save_native"] / ms["load_check_save"], 2
+        )
     return out

@@ -41,19 +41,23 @@ def _block(n: int) -> int | None:
 
 def proto_model(shape, axis: int, dtype: str = "float32") -> onnx.ModelProto | None:
     n = shape[axis]
-    O = int(np.prod(shape[:axis], dtype=np.int64))
-    I = int(np.prod(shape[axis + 1:], dtype=np.int64))
+    O = int(np.prod(shape[:axis], dtype=np.int64))  # noqa: E741 - outer, inner: the usual names
+    I = int(np.prod(shape[axis + 1 :], dtype=np.int64))  # noqa: E741
     b = _block(n)
     if b is None or I < 16 or n < 4:
         return None
     B = n // b
     t = helper.np_dtype_to_tensor_dtype(np.dtype(dtype))
-    inits = [numpy_helper.from_array(np.array([O, B, b, I], np.int64), "s4"),
-             numpy_helper.from_array(np.array(shape, np.int64), "s"),
-             numpy_helper.from_array(np.array([2], np.int64), "ax2"),
-             numpy_helper.from_array(np.ones([O, 1, 1, I], dtype), "one")]
-    nodes = [helper.make_node("Reshape", ["x", "s4"], ["x4"]),
-             helper.make_node("ReduceProd", ["x4", "ax2"], ["T"], keepdims=1)]
+    inits = [
+        numpy_helper.from_array(np.array([O, B, b, I], np.int64), "s4"),
+        numpy_helper.from_array(np.array(shape, np.int64), "s"),
+        numpy_helper.from_array(np.array([2], np.int64), "ax2"),
+        numpy_helper.from_array(np.ones([O, 1, 1, I], dtype), "one"),
+    ]
+    nodes = [
+        helper.make_node("Reshape", ["x", "s4"], ["x4"]),
+        helper.make_node("ReduceProd", ["x4", "ax2"], ["T"], keepdims=1),
+    ]
     if B == 1:
         seed = None
     else:
@@ -77,9 +81,17 @@ def proto_model(shape, axis: int, dtype: str = "float32") -> onnx.ModelProto | N
         nodes.append(helper.make_node("Mul", [prev, xs[k]], [f"y_{k}"]))
         prev = f"y_{k}"
         ys.append(prev)
-    nodes += [helper.make_node("Concat", ys, ["y4"], axis=2), helper.make_node("Reshape", ["y4", "s"], ["y"])]
-    g = helper.make_graph(nodes, "cumprod_proto", [helper.make_tensor_value_info("x", t, shape)],
-                          [helper.make_tensor_value_info("y", t, shape)], inits)
+    nodes += [
+        helper.make_node("Concat", ys, ["y4"], axis=2),
+        helper.make_node("Reshape", ["y4", "s"], ["y"]),
+    ]
+    g = helper.make_graph(
+        nodes,
+        "cumprod_proto",
+        [helper.make_tensor_value_info("x", t, shape)],
+        [helper.make_tensor_value_info("y", t, shape)],
+        inits,
+    )
     m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 18)], ir_version=10)
     onnx.checker.check_model(m, full_check=True)
     return m
@@ -101,17 +113,41 @@ def run_proto(shapes, reps: int = 9) -> list[dict]:
         proto = proto_model(shape, axis)
         if proto is None:
             continue
-        cur = convert(models.scan_model("CumProd", "float32", shape, axis, domain=DOMAIN), "dml", strategy="lower").model
-        sess = {k: ort.InferenceSession(m.SerializeToString(), so, providers=["CPUExecutionProvider"])
-                for k, m in (("native", models.scan_model("CumProd", "float32", shape, axis)),
-                             ("lowered", cur), ("proto", proto))}
+        cur = convert(
+            models.scan_model("CumProd", "float32", shape, axis, domain=DOMAIN),
+            "dml",
+            strategy="lower",
+        ).model
+        sess = {
+            k: ort.InferenceSession(
+                m.SerializeToString(), so, providers=["CPUExecutionProvider"]
+            )
+            for k, m in (
+                ("native", models.scan_model("CumProd", "float32", shape, axis)),
+                ("lowered", cur),
+                ("proto", proto),
+            )
+        }
         outs = {k: s.run(None, {"x": x})[0] for k, s in sess.items()}
         ref = np.cumprod(x.astype(np.float64), axis=axis)
-        t = interleaved({k: (lambda s=s: s.run(None, {"x": x})) for k, s in sess.items()}, reps)
+        t = interleaved(
+            {k: (lambda s=s, x=x: s.run(None, {"x": x})) for k, s in sess.items()}, reps
+        )
         ms = {k: v["median_s"] * 1e3 for k, v in t.items()}
-        rows.append({"shape": list(shape), "axis": axis, "ms": {k: round(v, 3) for k, v in ms.items()},
-                     "lowered/native": round(ms["lowered"] / ms["native"], 2),
-                     "proto/native": round(ms["proto"] / ms["native"], 2),
-                     "nodes": {"lowered": len(cur.graph.node), "proto": len(proto.graph.node)},
-                     "max_rel_err": {k: float(np.max(np.abs(outs[k] - ref) / np.abs(ref))) for k in outs}})
+        rows.append(
+            {
+                "shape": list(shape),
+                "axis": axis,
+                "ms": {k: round(v, 3) for k, v in ms.items()},
+                "lowered/native": round(ms["lowered"] / ms["native"], 2),
+                "proto/native": round(ms["proto"] / ms["native"], 2),
+                "nodes": {
+                    "lowered": len(cur.graph.node),
+                    "proto": len(proto.graph.node),
+                },
+                "max_rel_err": {
+                    k: float(np.max(np.abs(outs[k] - ref) / np.abs(ref))) for k in outs
+                },
+            }
+        )
     return rows

@@ -13,6 +13,8 @@ import json
 import os
 import tempfile
 import warnings
+from functools import partial
+from typing import Any
 
 import onnxruntime as ort
 
@@ -58,7 +60,11 @@ def placements(session) -> dict:
     out: dict = {}
     for e in events:
         args = e.get("args") or {}
-        if e.get("cat") == "Node" and "provider" in args and e.get("name", "").endswith("_kernel_time"):
+        if (
+            e.get("cat") == "Node"
+            and "provider" in args
+            and e.get("name", "").endswith("_kernel_time")
+        ):
             out.setdefault(args["provider"], set()).add(args.get("op_name", "?"))
     return {k: sorted(v) for k, v in out.items()}
 
@@ -68,27 +74,49 @@ def run_gpu(sizes, reps: int, dtype: str = "float32") -> dict:
 
     ep = gpu_provider()
     if ep is None:
-        return {"status": "n/a", "reason": f"no GPU execution provider in this onnxruntime build "
-                                           f"({', '.join(ort.get_available_providers())})"}
+        return {
+            "status": "n/a",
+            "reason": f"no GPU execution provider in this onnxruntime build "
+            f"({', '.join(ort.get_available_providers())})",
+        }
     target = "cuda" if ep == "CUDAExecutionProvider" else "dml"
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
-        for op, reduction in (("CumProd", None), ("ScatterElements", "add"), ("ScatterElements", "max")):
+        for op, reduction in (
+            ("CumProd", None),
+            ("ScatterElements", "add"),
+            ("ScatterElements", "max"),
+        ):
             for size in sizes:
                 shape, axis = models.shape_for(size), 1
                 feeds = models.feeds_for(op, reduction, dtype, shape, axis)
                 if op == "CumProd":
                     domain_m = models.scan_model(op, dtype, shape, axis, domain=DOMAIN)
-                    left = models.scan_model(op, dtype, shape, axis) if target == "cuda" else domain_m
+                    left = (
+                        models.scan_model(op, dtype, shape, axis)
+                        if target == "cuda"
+                        else domain_m
+                    )
                     src = domain_m
                 else:
                     left = src = models.scatter_model(reduction, dtype, shape, axis)
-                row = {"case": models.case_name(op, reduction, dtype, size, axis), "provider": ep}
+                row: dict[str, Any] = {
+                    "case": models.case_name(op, reduction, dtype, size, axis),
+                    "provider": ep,
+                }
                 try:
                     lowered = convert(src, target, strategy="lower").model
                     s_low = _session(lowered, ep, tmp)
-                    s_left = _session(left, ep, tmp, fallback=left is domain_m if op == "CumProd" else False)
-                    fns = {"lowered_gpu": lambda: s_low.run(None, feeds), "left_native": lambda: s_left.run(None, feeds)}
+                    s_left = _session(
+                        left,
+                        ep,
+                        tmp,
+                        fallback=left is domain_m if op == "CumProd" else False,
+                    )
+                    fns = {
+                        "lowered_gpu": partial(s_low.run, None, feeds),
+                        "left_native": partial(s_left.run, None, feeds),
+                    }
                     for fn in fns.values():
                         fn()
                     t = interleaved(fns, reps)

@@ -20,6 +20,7 @@ import os
 import subprocess
 import sys
 import tempfile
+from typing import Any
 
 import numpy as np
 
@@ -44,8 +45,11 @@ def nucleus_feeds(batch: int, vocab: int, seed: int = 0) -> dict:
     rng = np.random.default_rng(seed)
     probs = rng.dirichlet(np.ones(vocab), size=batch).astype(np.float32)
     order = np.argsort(-probs, axis=1)
-    return {"data": np.zeros((batch, vocab), np.float32), "indices": order.astype(np.int64),
-            "updates": np.take_along_axis(probs, order, axis=1)}
+    return {
+        "data": np.zeros((batch, vocab), np.float32),
+        "indices": order.astype(np.int64),
+        "updates": np.take_along_axis(probs, order, axis=1),
+    }
 
 
 def run_memory(vocab: int = VOCAB, batch: int = BATCH, reductions=REDUCTIONS) -> dict:
@@ -63,8 +67,13 @@ def run_memory(vocab: int = VOCAB, batch: int = BATCH, reductions=REDUCTIONS) ->
         np.savez(os.path.join(tmp, "feeds.npz"), **feeds)
         for red in reductions:
             native = models.scatter_model(red, "float32", shape, 1)
-            variants = {"native": native, "lowered": convert(native, "dml", strategy="lower").model}
-            row = {"case": f"ScatterElements[{red}] float32 {shape} (K = {batch * vocab:,} updates)"}
+            variants = {
+                "native": native,
+                "lowered": convert(native, "dml", strategy="lower").model,
+            }
+            row: dict[str, Any] = {
+                "case": f"ScatterElements[{red}] float32 {shape} (K = {batch * vocab:,} updates)"
+            }
             for name, model in variants.items():
                 path = os.path.join(tmp, f"{red}-{name}.onnx")
                 with open(path, "wb") as f:
@@ -73,21 +82,46 @@ def run_memory(vocab: int = VOCAB, batch: int = BATCH, reductions=REDUCTIONS) ->
                 row[name] = peak
                 if "added_bytes" in peak:
                     row[f"{name}/inputs"] = round(peak["added_bytes"] / in_bytes, 2)
-            if "output_checksum" in row["native"] and "output_checksum" in row["lowered"]:
-                a, b = row["native"]["output_checksum"], row["lowered"]["output_checksum"]
+            if (
+                "output_checksum" in row["native"]
+                and "output_checksum" in row["lowered"]
+            ):
+                a, b = (
+                    row["native"]["output_checksum"],
+                    row["lowered"]["output_checksum"],
+                )
                 row["outputs_agree"] = abs(a - b) <= 1e-4 * max(abs(a), 1.0)
             rows.append(row)
-    worst = max((r["lowered/inputs"] for r in rows if "lowered/inputs" in r), default=None)
-    return {"status": "ok", "input_bytes": in_bytes, "output_bytes": batch * vocab * 4, "vocab": vocab,
-            "batch": batch, "limit": LIMIT, "worst_lowered/inputs": worst, "rows": rows}
+    worst = max(
+        (r["lowered/inputs"] for r in rows if "lowered/inputs" in r), default=None
+    )
+    return {
+        "status": "ok",
+        "input_bytes": in_bytes,
+        "output_bytes": batch * vocab * 4,
+        "vocab": vocab,
+        "batch": batch,
+        "limit": LIMIT,
+        "worst_lowered/inputs": worst,
+        "rows": rows,
+    }
 
 
 def _child(model_path: str, feeds_path: str) -> dict:
     env = dict(os.environ, MALLOC_MMAP_THRESHOLD_="131072")
-    proc = subprocess.run([sys.executable, "-m", "ort_dml_ops.bench.memory", model_path, feeds_path],
-                          capture_output=True, text=True, timeout=600, env=env)
+    proc = subprocess.run(
+        [sys.executable, "-m", "ort_dml_ops.bench.memory", model_path, feeds_path],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env=env,
+    )
     if proc.returncode != 0:
-        return {"error": (proc.stderr.strip().splitlines() or [f"exit {proc.returncode}"])[-1]}
+        return {
+            "error": (proc.stderr.strip().splitlines() or [f"exit {proc.returncode}"])[
+                -1
+            ]
+        }
     return json.loads(proc.stdout)
 
 
@@ -103,7 +137,9 @@ def _measure(model_path: str, feeds_path: str) -> dict:
     import onnxruntime as ort
 
     so = ort.SessionOptions()
-    so.enable_cpu_mem_arena = False  # every tensor its own allocation, freed after last use
+    so.enable_cpu_mem_arena = (
+        False  # every tensor its own allocation, freed after last use
+    )
     so.enable_mem_pattern = False
     so.log_severity_level = 3
     sess = ort.InferenceSession(model_path, so, providers=["CPUExecutionProvider"])
@@ -113,8 +149,12 @@ def _measure(model_path: str, feeds_path: str) -> dict:
     before = _status_kb("VmRSS")
     (out,) = sess.run(None, feeds)
     peak = _status_kb("VmHWM")
-    return {"rss_before_bytes": before * 1024, "peak_bytes": peak * 1024, "added_bytes": (peak - before) * 1024,
-            "output_checksum": float(np.float64(out.sum()))}
+    return {
+        "rss_before_bytes": before * 1024,
+        "peak_bytes": peak * 1024,
+        "added_bytes": (peak - before) * 1024,
+        "output_checksum": float(np.float64(out.sum())),
+    }
 
 
 if __name__ == "__main__":  # the child process: one model, one run

@@ -10,6 +10,7 @@ reduction "none" (unique positions, so every implementation writes the same resu
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numpy as np
 import onnx
@@ -41,33 +42,62 @@ def _tt(dtype: str) -> int:
 
 def _model(nodes, inputs, outputs, inits, opset: int, domain: str) -> onnx.ModelProto:
     graph = helper.make_graph(nodes, "bench", inputs, outputs, inits)
-    imports = [helper.make_opsetid("", opset)] + ([helper.make_opsetid(DOMAIN, 1)] if domain else [])
-    return helper.make_model(graph, opset_imports=imports, ir_version=13 if opset > 21 else 10)
+    imports = [helper.make_opsetid("", opset)] + (
+        [helper.make_opsetid(DOMAIN, 1)] if domain else []
+    )
+    return helper.make_model(
+        graph, opset_imports=imports, ir_version=13 if opset > 21 else 10
+    )
 
 
-def scan_model(op: str, dtype: str, shape, axis: int, *, domain: str = "", opset: int | None = None) -> onnx.ModelProto:
+def scan_model(
+    op: str, dtype: str, shape, axis: int, *, domain: str = "", opset: int | None = None
+) -> onnx.ModelProto:
     """y = op(x, axis) with the axis a constant initializer (so it can be lowered and fused)."""
     opset = opset or (DOMAIN_OPSET if domain else NATIVE_OPSET[op])
     node = helper.make_node(op, ["x", "axis"], ["y"], domain=domain)
-    return _model([node], [helper.make_tensor_value_info("x", _tt(dtype), shape)],
-                  [helper.make_tensor_value_info("y", _tt(dtype), shape)],
-                  [numpy_helper.from_array(np.array(axis, np.int64), "axis")], opset, domain)
+    return _model(
+        [node],
+        [helper.make_tensor_value_info("x", _tt(dtype), shape)],
+        [helper.make_tensor_value_info("y", _tt(dtype), shape)],
+        [numpy_helper.from_array(np.array(axis, np.int64), "axis")],
+        opset,
+        domain,
+    )
 
 
-def scatter_model(reduction: str, dtype: str, shape, axis: int, *, domain: str = "") -> onnx.ModelProto:
+def scatter_model(
+    reduction: str | None, dtype: str, shape, axis: int, *, domain: str = ""
+) -> onnx.ModelProto:
+    """ScatterElements(data, indices, updates) with `reduction` (None or "none": plain)."""
     opset = DOMAIN_OPSET if domain else NATIVE_OPSET["ScatterElements"]
-    attrs = {"axis": axis} | ({"reduction": reduction} if reduction != "none" else {})
-    node = helper.make_node("ScatterElements", ["data", "indices", "updates"], ["y"], domain=domain, **attrs)
+    attrs: dict[str, Any] = {"axis": axis}
+    if reduction not in (None, "none"):
+        attrs["reduction"] = reduction
+    node = helper.make_node(
+        "ScatterElements", ["data", "indices", "updates"], ["y"], domain=domain, **attrs
+    )
     t = _tt(dtype)
-    return _model([node], [helper.make_tensor_value_info("data", t, shape),
-                           helper.make_tensor_value_info("indices", onnx.TensorProto.INT64, shape),
-                           helper.make_tensor_value_info("updates", t, shape)],
-                  [helper.make_tensor_value_info("y", t, shape)], [], opset, domain)
+    return _model(
+        [node],
+        [
+            helper.make_tensor_value_info("data", t, shape),
+            helper.make_tensor_value_info("indices", onnx.TensorProto.INT64, shape),
+            helper.make_tensor_value_info("updates", t, shape),
+        ],
+        [helper.make_tensor_value_info("y", t, shape)],
+        [],
+        opset,
+        domain,
+    )
 
 
-def feeds_for(op: str, reduction: str | None, dtype: str, shape, axis: int, seed: int = 0) -> dict:
+def feeds_for(
+    op: str, reduction: str | None, dtype: str, shape, axis: int, seed: int = 0
+) -> dict:
     rng = np.random.default_rng(seed)
-    if op == "CumProd":  # products of n factors near 1 stay far from overflow for n <= 3e4
+    # products of n factors near 1 stay far from overflow for n <= 3e4
+    if op == "CumProd":
         return {"x": rng.uniform(0.999, 1.001, shape).astype(dtype)}
     if op == "CumSum":
         return {"x": rng.uniform(-1, 1, shape).astype(dtype)}
@@ -78,9 +108,16 @@ def feeds_for(op: str, reduction: str | None, dtype: str, shape, axis: int, seed
         indices = (line + rng.integers(0, d, other)) % d
     else:
         indices = rng.integers(0, d, shape)
-    updates = rng.uniform(0.999, 1.001, shape) if reduction == "mul" else rng.uniform(0, 1, shape)
-    return {"data": rng.uniform(0, 1, shape).astype(dtype), "indices": indices.astype(np.int64),
-            "updates": updates.astype(dtype)}
+    updates = (
+        rng.uniform(0.999, 1.001, shape)
+        if reduction == "mul"
+        else rng.uniform(0, 1, shape)
+    )
+    return {
+        "data": rng.uniform(0, 1, shape).astype(dtype),
+        "indices": indices.astype(np.int64),
+        "updates": updates.astype(dtype),
+    }
 
 
 _UFUNC = {"add": np.add, "mul": np.multiply, "max": np.maximum, "min": np.minimum}
@@ -102,9 +139,14 @@ def numpy_fn(op: str, reduction: str | None, axis: int, feeds: dict):
             np.put_along_axis(out, idx, upd, axis=axis)
             return out
         rows, cols = data.shape
-        pos = idx * cols + np.arange(cols) if axis == 0 else np.arange(rows)[:, None] * cols + idx
-        _UFUNC[reduction].at(out.reshape(-1), pos.reshape(-1), upd.reshape(-1))
+        pos = (
+            idx * cols + np.arange(cols)
+            if axis == 0
+            else np.arange(rows)[:, None] * cols + idx
+        )
+        _UFUNC[str(reduction)].at(out.reshape(-1), pos.reshape(-1), upd.reshape(-1))
         return out
+
     return scatter
 
 
@@ -112,9 +154,19 @@ def chain_model(n_nodes: int, opset: int = 17) -> onnx.ModelProto:
     """A synthetic n-node model for the convert / inspect costs: element-wise ops, CumSum,
     ScatterElements with and without reduction (the same cycle as tools/bench_inspect.py)."""
     nodes = []
-    inits = [helper.make_tensor("axis", onnx.TensorProto.INT64, [], [1]),
-             helper.make_tensor("idx", onnx.TensorProto.INT64, [2, 3], [0, 1, 2, 2, 1, 0])]
-    cycle = ("Relu", "Add", "CumSum", "ScatterElements", "Mul", "ScatterElementsAdd", "Neg")
+    inits = [
+        helper.make_tensor("axis", onnx.TensorProto.INT64, [], [1]),
+        helper.make_tensor("idx", onnx.TensorProto.INT64, [2, 3], [0, 1, 2, 2, 1, 0]),
+    ]
+    cycle = (
+        "Relu",
+        "Add",
+        "CumSum",
+        "ScatterElements",
+        "Mul",
+        "ScatterElementsAdd",
+        "Neg",
+    )
     cur = "x"
     for i in range(n_nodes):
         kind, out = cycle[i % len(cycle)], f"v{i}"
@@ -125,13 +177,27 @@ def chain_model(n_nodes: int, opset: int = 17) -> onnx.ModelProto:
         elif kind == "CumSum":
             node = helper.make_node("CumSum", [cur, "axis"], [out], name=f"n{i}")
         elif kind == "ScatterElements":
-            node = helper.make_node("ScatterElements", [cur, "idx", cur], [out], name=f"n{i}")
+            node = helper.make_node(
+                "ScatterElements", [cur, "idx", cur], [out], name=f"n{i}"
+            )
         elif kind == "ScatterElementsAdd":
-            node = helper.make_node("ScatterElements", [cur, "idx", cur], [out], name=f"n{i}", reduction="add")
+            node = helper.make_node(
+                "ScatterElements",
+                [cur, "idx", cur],
+                [out],
+                name=f"n{i}",
+                reduction="add",
+            )
         else:
             node = helper.make_node(kind, [cur], [out], name=f"n{i}")
         nodes.append(node)
         cur = out
     f = onnx.TensorProto.FLOAT
-    return _model(nodes, [helper.make_tensor_value_info("x", f, [2, 3])],
-                  [helper.make_tensor_value_info(cur, f, [2, 3])], inits, opset, "")
+    return _model(
+        nodes,
+        [helper.make_tensor_value_info("x", f, [2, 3])],
+        [helper.make_tensor_value_info(cur, f, [2, 3])],
+        inits,
+        opset,
+        "",
+    )

@@ -25,7 +25,9 @@ CPU = ["CPUExecutionProvider"]
 
 def _short(exc: BaseException) -> str:
     text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-    text = text.split("] : ")[-1] if "] : " in text else text  # ORT's "[ONNXRuntimeError] : 9 : NOT_IMPLEMENTED : ..."
+    text = (
+        text.split("] : ")[-1] if "] : " in text else text
+    )  # ORT's "[ONNXRuntimeError] : 9 : NOT_IMPLEMENTED : ..."
     return text[:160]
 
 
@@ -41,16 +43,20 @@ def cpu_kernel_types(op: str, opset: int) -> set[str]:
         _KERNELS = {}
         for k in C.get_all_opkernel_def():
             if k.provider == "CPUExecutionProvider" and k.domain in ("", "ai.onnx"):
-                _KERNELS.setdefault(k.op_name, []).append((k.version_range, k.type_constraints.get("T", [])))
+                _KERNELS.setdefault(k.op_name, []).append(
+                    (k.version_range, k.type_constraints.get("T", []))
+                )
     out: set[str] = set()
     for (lo, hi), types in _KERNELS.get(op, []):
         if lo <= opset <= hi:
-            out.update(t[len("tensor("):-1] for t in types)
+            out.update(t[len("tensor(") : -1] for t in types)
     return out
 
 
 def _session(model):
-    so = quiet_session_options(log_severity_level=4)  # a refusing kernel is reported as n/a with its reason, not logged
+    so = quiet_session_options(
+        log_severity_level=4
+    )  # a refusing kernel is reported as n/a with its reason, not logged
     return ort.InferenceSession(model.SerializeToString(), so, providers=CPU)
 
 
@@ -63,7 +69,9 @@ def _fallback_session(model):
         return InferenceSession(model, providers=CPU, sess_options=so)
 
 
-def build_variants(op: str, reduction: str | None, dtype: str, shape, axis: int, feeds: dict):
+def build_variants(
+    op: str, reduction: str | None, dtype: str, shape, axis: int, feeds: dict
+):
     """{variant: callable} for those that can run, and {variant: reason} for those that cannot."""
     from ..conversion import convert
 
@@ -80,19 +88,27 @@ def build_variants(op: str, reduction: str | None, dtype: str, shape, axis: int,
     opset = models.NATIVE_OPSET[op]
     ort_type = "float16" if dtype == "float16" else "float"
     if ort_type not in cpu_kernel_types(op, opset):
-        na["native"] = f"onnxruntime {ort.__version__} has no CPU kernel for {dtype} {op}-{opset}"
+        na["native"] = (
+            f"onnxruntime {ort.__version__} has no CPU kernel for {dtype} {op}-{opset}"
+        )
     elif op == "ScatterElements" and dtype == "float16" and reduction in ("add", "mul"):
         # Registered, but the kernel refuses float16 add/mul at run time, and in onnxruntime 1.31.1
         # that refusal crashes the process (SIGSEGV) from about 1e6 elements: never run it.
-        na["native"] = (f"the CPU kernel refuses float16 reduction {reduction} (ORT error at 1e5 elements, "
-                        f"a segfault at 1e6 in onnxruntime 1.31.1)")
+        na["native"] = (
+            f"the CPU kernel refuses float16 reduction {reduction} (ORT error at 1e5 elements, "
+            f"a segfault at 1e6 in onnxruntime 1.31.1)"
+        )
     else:
         try:
             s = _session(native_m)
             s.run(None, feeds)
             fns["native"] = lambda s=s: s.run(None, feeds)[0]
         except Exception as exc:  # noqa: BLE001 - the reason is the result
-            na["native"] = f"the CPU kernel refuses {dtype} {reduction or ''}: {_short(exc)}".replace("  ", " ")
+            na["native"] = (
+                f"the CPU kernel refuses {dtype} {reduction or ''}: {_short(exc)}".replace(
+                    "  ", " "
+                )
+            )
     # (b) fallback
     try:
         s = _fallback_session(domain_m)
@@ -127,19 +143,30 @@ def _agreement(out: np.ndarray, ref: np.ndarray) -> float:
 def tolerance(op: str, dtype: str, n: int) -> float:
     """Normwise agreement accepted between two implementations. CumProd: the documented bound of
     any association of n products, 2·(n+1)·u (docs/convert.md); float16 sums and scatters: 2e-2."""
-    u = 2.0 ** -11 if dtype == "float16" else 2.0 ** -24
+    u = 2.0**-11 if dtype == "float16" else 2.0**-24
     if op == "CumProd":
         return 2 * (n + 1) * u
     return 2e-2 if dtype == "float16" else 1e-3
 
 
-def run_case(op: str, reduction: str | None, dtype: str, size: int, axis: int, *, reps: int,
-             budget_s: float, min_reps: int = 3) -> dict:
+def run_case(
+    op: str,
+    reduction: str | None,
+    dtype: str,
+    size: int,
+    axis: int,
+    *,
+    reps: int,
+    budget_s: float,
+    min_reps: int = 3,
+) -> dict:
     shape = models.shape_for(size)
     feeds = models.feeds_for(op, reduction, dtype, shape, axis)
     fns, na = build_variants(op, reduction, dtype, shape, axis, feeds)
     outputs, first, failed = {}, {}, {}
-    for name, fn in list(fns.items()):  # warm-up call: outputs for the check, a time for the budget
+    for name, fn in list(
+        fns.items()
+    ):  # warm-up call: outputs for the check, a time for the budget
         try:
             outputs[name], first[name] = once(fn)
         except Exception as exc:  # noqa: BLE001
@@ -154,9 +181,14 @@ def run_case(op: str, reduction: str | None, dtype: str, size: int, axis: int, *
         if name in timed:
             out = outputs[name]
             diff = _agreement(out, outputs[ref_name])
-            variants[name] = {"status": "ok", "ms": round(timed[name]["median_s"] * 1e3, 4),
-                              "reps": timed[name]["reps"], "checksum": float(np.sum(out, dtype=np.float64)),
-                              "diff_vs_" + ref_name: diff, "agrees": bool(diff <= tol)}
+            variants[name] = {
+                "status": "ok",
+                "ms": round(timed[name]["median_s"] * 1e3, 4),
+                "reps": timed[name]["reps"],
+                "checksum": float(np.sum(out, dtype=np.float64)),
+                "diff_vs_" + ref_name: diff,
+                "agrees": bool(diff <= tol),
+            }
         else:
             variants[name] = {"status": "n/a", "reason": na.get(name, "not run")}
     ratios = {}
@@ -166,6 +198,15 @@ def run_case(op: str, reduction: str | None, dtype: str, size: int, axis: int, *
         ratios[f"{name}/native"] = round(ms / base, 3) if ms and base else None
     del fns, outputs, feeds
     gc.collect()
-    return {"name": models.case_name(op, reduction, dtype, size, axis), "op": op, "reduction": reduction,
-            "dtype": dtype, "size": size, "shape": shape, "axis": "first" if axis == 0 else "last",
-            "reference": ref_name, "variants": variants, "ratios": ratios}
+    return {
+        "name": models.case_name(op, reduction, dtype, size, axis),
+        "op": op,
+        "reduction": reduction,
+        "dtype": dtype,
+        "size": size,
+        "shape": shape,
+        "axis": "first" if axis == 0 else "last",
+        "reference": ref_name,
+        "variants": variants,
+        "ratios": ratios,
+    }

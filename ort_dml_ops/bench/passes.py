@@ -30,16 +30,26 @@ class PassCount:
         return self.written_bytes / max(full_size_bytes, 1)
 
 
-def count_passes(model: onnx.ModelProto, feeds: dict, providers=None,
-                 sess_options: ort.SessionOptions | None = None) -> PassCount:
+def count_passes(
+    model: onnx.ModelProto,
+    feeds: dict,
+    providers=None,
+    sess_options: ort.SessionOptions | None = None,
+) -> PassCount:
     """Run `model` once with ORT's profiler on and add up what its kernels wrote."""
     so = sess_options or ort.SessionOptions()
     so.log_severity_level = 3
     with tempfile.TemporaryDirectory() as tmp:
         so.enable_profiling = True
         so.profile_file_prefix = os.path.join(tmp, "passes")
-        sess = ort.InferenceSession(model.SerializeToString(), so, providers=providers or ["CPUExecutionProvider"])
-        sess.run(None, feeds)  # the first run is the one profiled below (no warm-up needed: bytes, not time)
+        sess = ort.InferenceSession(
+            model.SerializeToString(),
+            so,
+            providers=providers or ["CPUExecutionProvider"],
+        )
+        sess.run(
+            None, feeds
+        )  # the first run is the one profiled below (no warm-up needed: bytes, not time)
         path = sess.end_profiling()
         with open(path) as f:
             events = json.load(f)

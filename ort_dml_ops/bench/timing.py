@@ -16,8 +16,14 @@ import numpy as np
 import onnxruntime as ort
 
 
-def interleaved(fns: dict, reps: int, *, budget_s: float | None = None, min_reps: int = 3,
-                first_s: dict | None = None) -> dict:
+def interleaved(
+    fns: dict,
+    reps: int,
+    *,
+    budget_s: float | None = None,
+    min_reps: int = 3,
+    first_s: dict | None = None,
+) -> dict:
     """Median seconds per call of each callable in `fns`, over up to `reps` interleaved rounds.
 
     With `budget_s` (and `first_s`, the seconds of one warm-up call per variant), each variant
@@ -30,14 +36,17 @@ def interleaved(fns: dict, reps: int, *, budget_s: float | None = None, min_reps
             t = max(first_s.get(k, 0.0), 1e-9)
             n = min(reps, max(1, int(share / t)))
             counts[k] = max(n, min(min_reps, reps)) if t * min_reps <= 2 * share else n
-    times = {k: [] for k in fns}
+    times: dict[str, list[float]] = {k: [] for k in fns}
     for r in range(max(counts.values(), default=0)):
         for name, fn in fns.items():
             if r < counts[name]:
                 t0 = time.perf_counter()
                 fn()
                 times[name].append(time.perf_counter() - t0)
-    return {k: {"median_s": float(np.median(v)), "reps": len(v), "min_s": float(np.min(v))} for k, v in times.items()}
+    return {
+        k: {"median_s": float(np.median(v)), "reps": len(v), "min_s": float(np.min(v))}
+        for k, v in times.items()
+    }
 
 
 def quiet_session_options(**attrs) -> ort.SessionOptions:

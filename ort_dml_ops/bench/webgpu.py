@@ -32,7 +32,7 @@ from onnx import helper
 from . import models
 from .timing import interleaved, quiet_session_options
 
-CASES = (
+CASES: tuple[tuple[str, str | None], ...] = (
     ("CumSum", None),
     ("CumProd", None),
     ("ScatterElements", "none"),

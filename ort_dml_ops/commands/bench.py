@@ -28,7 +28,9 @@ def _sizes(text: str) -> tuple:
     except ValueError:
         sizes = ()
     if not sizes or not all(math.isfinite(s) and 10 <= s <= 1e10 for s in sizes):
-        raise argparse.ArgumentTypeError(f"sizes are element counts from 10 to 1e10 like 1e5,1e6, not {text!r}")
+        raise argparse.ArgumentTypeError(
+            f"sizes are element counts from 10 to 1e10 like 1e5,1e6, not {text!r}"
+        )
     return tuple(int(s) for s in sizes)
 
 
@@ -40,7 +42,9 @@ def _lengths(text: str) -> tuple:
     if lengths == (0,):
         return ()
     if not lengths or not all(2 <= n <= 10_000_000 for n in lengths):
-        raise argparse.ArgumentTypeError(f"axis lengths from 2 to 1e7 like 10,1000, or 0, not {text!r}")
+        raise argparse.ArgumentTypeError(
+            f"axis lengths from 2 to 1e7 like 10,1000, or 0, not {text!r}"
+        )
     return lengths
 
 
@@ -53,7 +57,9 @@ def _at_least(low: float, kind=int):
         except ValueError:
             value = None
         if value is None or not math.isfinite(value) or value < low:
-            raise argparse.ArgumentTypeError(f"expected a number >= {low:g}, not {text!r}")
+            raise argparse.ArgumentTypeError(
+                f"expected a number >= {low:g}, not {text!r}"
+            )
         return value
 
     return parse
@@ -64,41 +70,105 @@ def add_parser(subparsers) -> None:
         "bench",
         help="time native vs fallback vs lowered vs numpy for CumSum, CumProd and ScatterElements",
         description="Benchmark CumSum, CumProd and ScatterElements (every reduction): ONNX Runtime's native "
-                    "CPU kernel vs the Python fallback vs the lowered graph vs numpy, and convert/inspect costs.",
+        "CPU kernel vs the Python fallback vs the lowered graph vs numpy, and convert/inspect costs.",
         epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     mode = p.add_mutually_exclusive_group()
-    mode.add_argument("--quick", dest="mode", action="store_const", const="quick",
-                      help="sizes 1e5 and 1e6, float32, 1,000-node convert model (the default; under 2 min)")
-    mode.add_argument("--full", dest="mode", action="store_const", const="full",
-                      help="sizes 1e3..3e7, float32 and float16, 10,000-node convert model (long)")
+    mode.add_argument(
+        "--quick",
+        dest="mode",
+        action="store_const",
+        const="quick",
+        help="sizes 1e5 and 1e6, float32, 1,000-node convert model (the default; under 2 min)",
+    )
+    mode.add_argument(
+        "--full",
+        dest="mode",
+        action="store_const",
+        const="full",
+        help="sizes 1e3..3e7, float32 and float16, 10,000-node convert model (long)",
+    )
     p.set_defaults(mode="quick")
-    p.add_argument("--ops", help="comma list of CumSum, CumProd, ScatterElements or ScatterElements:<reduction> "
-                                 "(reductions: none, add, mul, max, min)")
-    p.add_argument("--sizes", type=_sizes, help="comma list of element counts, e.g. 1e5,1e6")
+    p.add_argument(
+        "--ops",
+        help="comma list of CumSum, CumProd, ScatterElements or ScatterElements:<reduction> "
+        "(reductions: none, add, mul, max, min)",
+    )
+    p.add_argument(
+        "--sizes", type=_sizes, help="comma list of element counts, e.g. 1e5,1e6"
+    )
     p.add_argument("--dtypes", help="comma list of float32, float16")
-    p.add_argument("--axes", choices=("first", "last", "both"), help="reduction axis (default both)")
-    p.add_argument("--reps", type=_at_least(1), help="interleaved rounds per case (most; cut to the time budget)")
-    p.add_argument("--budget", type=_at_least(0, float), help="seconds per case the rounds are cut to (at least 3 rounds)")
-    p.add_argument("--nodes", type=_at_least(0), help="node count of the convert/inspect model (0 skips that part)")
-    p.add_argument("--no-gpu", action="store_true", help="skip the GPU part even where a GPU EP is present")
-    p.add_argument("--no-memory", action="store_true",
-                   help="skip the peak-memory part (lowered nucleus-sampling scatter, 50,000-entry vocabulary)")
-    p.add_argument("--symbolic-lengths", type=_lengths, metavar="N,N,...",
-                   help="axis lengths of the CumProd symbolic-vs-static comparison (default 10,1000,100000, "
-                        "those up to the largest size; 0 skips it)")
-    p.add_argument("--proto", action="store_true",
-                   help="also time the prototype CumProd construction (ort_dml_ops/bench/cumprod_proto.py)")
-    p.add_argument("--target", choices=("cpu", "webgpu"), default="cpu",
-                   help="webgpu: per case the WebGPU EP's native kernel vs the lowered graph on WebGPU vs the op "
-                        "on the CPU EP with its copies (needs the webgpu extra and an adapter; "
-                        "--quick: 1e5 only, 3 rounds; default 1e5,1e6)")
-    p.add_argument("--json", action="store_true", help="print the whole record as JSON instead of the table")
-    p.add_argument("--chart", metavar="FILE.png", help="also draw the ratios as a PNG chart (needs matplotlib)")
-    p.add_argument("--markdown", action="store_true", help="print Markdown tables (sizes as columns) instead of the table")
-    p.add_argument("--from-json", metavar="FILE.json",
-                   help="measure nothing: render the table / Markdown / chart of a record saved with --json")
+    p.add_argument(
+        "--axes",
+        choices=("first", "last", "both"),
+        help="reduction axis (default both)",
+    )
+    p.add_argument(
+        "--reps",
+        type=_at_least(1),
+        help="interleaved rounds per case (most; cut to the time budget)",
+    )
+    p.add_argument(
+        "--budget",
+        type=_at_least(0, float),
+        help="seconds per case the rounds are cut to (at least 3 rounds)",
+    )
+    p.add_argument(
+        "--nodes",
+        type=_at_least(0),
+        help="node count of the convert/inspect model (0 skips that part)",
+    )
+    p.add_argument(
+        "--no-gpu",
+        action="store_true",
+        help="skip the GPU part even where a GPU EP is present",
+    )
+    p.add_argument(
+        "--no-memory",
+        action="store_true",
+        help="skip the peak-memory part (lowered nucleus-sampling scatter, 50,000-entry vocabulary)",
+    )
+    p.add_argument(
+        "--symbolic-lengths",
+        type=_lengths,
+        metavar="N,N,...",
+        help="axis lengths of the CumProd symbolic-vs-static comparison (default 10,1000,100000, "
+        "those up to the largest size; 0 skips it)",
+    )
+    p.add_argument(
+        "--proto",
+        action="store_true",
+        help="also time the prototype CumProd construction (ort_dml_ops/bench/cumprod_proto.py)",
+    )
+    p.add_argument(
+        "--target",
+        choices=("cpu", "webgpu"),
+        default="cpu",
+        help="webgpu: per case the WebGPU EP's native kernel vs the lowered graph on WebGPU vs the op "
+        "on the CPU EP with its copies (needs the webgpu extra and an adapter; "
+        "--quick: 1e5 only, 3 rounds; default 1e5,1e6)",
+    )
+    p.add_argument(
+        "--json",
+        action="store_true",
+        help="print the whole record as JSON instead of the table",
+    )
+    p.add_argument(
+        "--chart",
+        metavar="FILE.png",
+        help="also draw the ratios as a PNG chart (needs matplotlib)",
+    )
+    p.add_argument(
+        "--markdown",
+        action="store_true",
+        help="print Markdown tables (sizes as columns) instead of the table",
+    )
+    p.add_argument(
+        "--from-json",
+        metavar="FILE.json",
+        help="measure nothing: render the table / Markdown / chart of a record saved with --json",
+    )
     p.set_defaults(func=run)
 
 
@@ -112,8 +182,12 @@ def _kinds(text: str | None):
     out = []
     for item in text.split(","):
         op, _, red = item.strip().partition(":")
-        if op not in models.OPS or (red and (op != "ScatterElements" or red not in models.REDUCTIONS)):
-            raise UserError(f"unknown --ops item {item!r} (CumSum, CumProd, ScatterElements[:none|add|mul|max|min])")
+        if op not in models.OPS or (
+            red and (op != "ScatterElements" or red not in models.REDUCTIONS)
+        ):
+            raise UserError(
+                f"unknown --ops item {item!r} (CumSum, CumProd, ScatterElements[:none|add|mul|max|min])"
+            )
         out += [k for k in KINDS if k[0] == op and (not red or k[1] == red)]
     return tuple(out)
 
@@ -131,13 +205,21 @@ def _run_webgpu(args) -> int:
         wanted = set(_kinds(args.ops))
         cases = tuple(c for c in webgpu.CASES if c in wanted)
         if not cases:
-            raise UserError("--target webgpu benches CumSum, CumProd and ScatterElements:none|add|max")
+            raise UserError(
+                "--target webgpu benches CumSum, CumProd and ScatterElements:none|add|max"
+            )
     axes = {"first": (0,), "last": (1,), "both": (0, 1), None: (0, 1)}[args.axes]
     from ..progress import Progress
 
     with Progress("bench webgpu", json=args.json) as progress:  # stderr, TTY only
-        result = webgpu.run_webgpu(sizes, reps=args.reps or (3 if quick else 7), axes=axes, cases=cases,
-                                   budget_s=args.budget, progress=progress.step)
+        result = webgpu.run_webgpu(
+            sizes,
+            reps=args.reps or (3 if quick else 7),
+            axes=axes,
+            cases=cases,
+            budget_s=args.budget,
+            progress=progress.step,
+        )
     if args.json:
         json.dump(result, sys.stdout, indent=1)
         print()
@@ -158,15 +240,25 @@ def run(args) -> int:
         try:
             import matplotlib  # noqa: F401
         except ImportError:
-            raise UserError("--chart needs matplotlib, which is not installed: pip install 'ort-dml-ops[bench]'") from None
+            raise UserError(
+                "--chart needs matplotlib, which is not installed: pip install 'ort-dml-ops[bench]'"
+            ) from None
     if args.target == "webgpu":
         return _run_webgpu(args)
     dtypes = tuple(args.dtypes.split(",")) if args.dtypes else None
     if dtypes and not set(dtypes) <= {"float32", "float16"}:
         raise UserError(f"--dtypes takes float32 and/or float16, not {args.dtypes!r}")
     axes = {"first": (0,), "last": (1,), "both": (0, 1), None: None}[args.axes]
-    config = Config.preset(args.mode, sizes=args.sizes, dtypes=dtypes, axes=axes, kinds=_kinds(args.ops),
-                           reps=args.reps, budget_s=args.budget, nodes=args.nodes)
+    config = Config.preset(
+        args.mode,
+        sizes=args.sizes,
+        dtypes=dtypes,
+        axes=axes,
+        kinds=_kinds(args.ops),
+        reps=args.reps,
+        budget_s=args.budget,
+        nodes=args.nodes,
+    )
     config.gpu = not args.no_gpu
     config.memory = not args.no_memory
     config.proto = args.proto
@@ -185,20 +277,35 @@ def run(args) -> int:
             except (OSError, ValueError) as exc:
                 raise UserError(f"cannot read {args.from_json}: {exc}") from None
         else:
-            cases = len(config.sizes) * len(config.dtypes) * len(config.kinds) * len(config.axes)
-            with Progress("bench", json=args.json, total=cases) as progress:  # stderr, TTY only
+            cases = (
+                len(config.sizes)
+                * len(config.dtypes)
+                * len(config.kinds)
+                * len(config.axes)
+            )
+            with Progress(
+                "bench", json=args.json, total=cases
+            ) as progress:  # stderr, TTY only
                 result = run_bench(config, progress=_case_counter(progress))
         try:
             if args.chart:
                 report.chart(result, outputs.temp(args.chart))
                 result["meta"]["chart"] = args.chart
-            text = (json.dumps(result, indent=1) if args.json else report.markdown(result) if args.markdown
-                    else report.table(result) + (f"\nchart: {args.chart}" if args.chart else ""))
+            text = (
+                json.dumps(result, indent=1)
+                if args.json
+                else report.markdown(result)
+                if args.markdown
+                else report.table(result)
+                + (f"\nchart: {args.chart}" if args.chart else "")
+            )
         except (KeyError, TypeError, ValueError, AttributeError, IndexError) as exc:
             if not args.from_json:
                 raise
-            raise UserError(f"{args.from_json}: not a record saved with `bench --json` "
-                            f"({type(exc).__name__}: {exc})") from None
+            raise UserError(
+                f"{args.from_json}: not a record saved with `bench --json` "
+                f"({type(exc).__name__}: {exc})"
+            ) from None
         outputs.commit()
     print(text)
     return 0
@@ -211,8 +318,10 @@ def _case_counter(progress):
     def on_case(case: dict) -> None:
         nonlocal done
         done += 1
-        cells = ", ".join(f"{k} {v['ms']:.3g} ms" if v["status"] == "ok" else f"{k} n/a"
-                          for k, v in case["variants"].items())
+        cells = ", ".join(
+            f"{k} {v['ms']:.3g} ms" if v["status"] == "ok" else f"{k} n/a"
+            for k, v in case["variants"].items()
+        )
         progress.step(f"{case['name']}: {cells}", done=done)
 
     return on_case

@@ -1,7 +1,8 @@
 """`ort-dml-ops check MODEL`: run a model on the real DirectML EP from Linux, through the DML lane.
 
 The lane (optional; `make dml-lane` in a checkout, docs/dml-lane.md) runs the Windows build
-onnxruntime-directml under Wine. The model runs there as a user runs it (ORT's default session
+onnxruntime-directml under Wine; its driver is installed in the lane, not in this package
+(ort_dml_ops/dml_lane.py finds it). The model runs there as a user runs it (ORT's default session
 options: graph optimizations and DML graph fusion on). Printed: where each node ran, per ONNX
 Runtime's own assignment record (`session.record_ep_graph_assignment_info`); how many Memcpy
 nodes ran, per ORT's profile; and every output against the CPU EP of this machine's onnxruntime
@@ -21,6 +22,7 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import UserError
+from ..feeds import add_feed_arguments
 
 EXAMPLE = "example: ort-dml-ops check model.onnx --random-inputs"
 DML = "DmlExecutionProvider"
@@ -36,18 +38,7 @@ def add_parser(sub) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("model", help="path of the .onnx model")
-    p.add_argument(
-        "--input",
-        action="append",
-        default=[],
-        metavar="NAME=FILE.npy",
-        help="an input value from a .npy file",
-    )
-    p.add_argument(
-        "--random-inputs",
-        action="store_true",
-        help="random values for inputs not given with --input",
-    )
+    add_feed_arguments(p)
     p.add_argument(
         "--rtol",
         type=float,
@@ -65,13 +56,14 @@ def add_parser(sub) -> None:
 
 
 def check(args) -> int:
-    from ..lane import Case, lane_available, run_cases
+    from ..dml_lane import LaneUnavailable, load_driver
 
-    ok, why = lane_available()
-    if not ok:
+    try:
+        lane = load_driver()
+    except LaneUnavailable as exc:
         raise UserError(
-            f"the DML lane is needed to run on the real DirectML EP: {why}; see docs/dml-lane.md"
-        )
+            f"the DML lane is needed to run on the real DirectML EP: {exc}; see docs/dml-lane.md"
+        ) from None
     model_path = Path(args.model)
     if not model_path.is_file():
         raise UserError(f"{args.model}: no such file")
@@ -82,9 +74,9 @@ def check(args) -> int:
         model, uses_domain = _load(model_path)
         feeds, reference, output_names = _cpu_reference(model_path, args)
         progress.step("running on the DML lane (Wine)")
-        [r] = run_cases(
+        [r] = lane.run_cases(
             [
-                Case(
+                lane.Case(
                     model_path.name,
                     model,
                     feeds,

@@ -10,6 +10,7 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import UserError
+from ..feeds import random_model_feeds
 
 EPILOG = """\
 examples:
@@ -28,23 +29,51 @@ def add_parser(subparsers) -> None:
         "convert",
         help="rewrite a model so its CumSum, CumProd and ScatterElements run on the target EP",
         description="Rewrite MODEL so that every CumSum, CumProd and ScatterElements/ScatterND node runs "
-                    "on the target execution provider, and write the result to OUT (never over MODEL).",
+        "on the target execution provider, and write the result to OUT (never over MODEL).",
         epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("model", metavar="IN", help="path to an .onnx model")
-    p.add_argument("-o", "--output", metavar="OUT", required=True, help="where to write the converted model")
-    p.add_argument("--target", choices=("dml", "cuda", "webgpu", "cpu"), default="dml", help="execution provider (default dml)")
-    p.add_argument("--strategy", choices=("auto", "native", "lower", "fallback"), default="auto",
-                   help="auto (default): native where the EP has a kernel, else lower, else fallback")
-    p.add_argument("--report", metavar="FILE.json", help="also write the report as JSON to FILE.json")
-    p.add_argument("--json", action="store_true", help="print the report as one JSON object")
-    p.add_argument("--verify", action="store_true",
-                   help="run original and converted model on random inputs (ONNX Runtime CPU) and fail on a difference")
-    p.add_argument("--check-indices", action=argparse.BooleanOptionalAction, default=True,
-                   help="lowered scatters fail at run time on an out-of-range index, as ONNX Runtime's kernel "
-                        "does (default); --no-check-indices drops the check (two reductions over the indices "
-                        "and a few scalar copies per scatter) and a bad index then writes a wrong element")
+    p.add_argument(
+        "-o",
+        "--output",
+        metavar="OUT",
+        required=True,
+        help="where to write the converted model",
+    )
+    p.add_argument(
+        "--target",
+        choices=("dml", "cuda", "webgpu", "cpu"),
+        default="dml",
+        help="execution provider (default dml)",
+    )
+    p.add_argument(
+        "--strategy",
+        choices=("auto", "native", "lower", "fallback"),
+        default="auto",
+        help="auto (default): native where the EP has a kernel, else lower, else fallback",
+    )
+    p.add_argument(
+        "--report",
+        metavar="FILE.json",
+        help="also write the report as JSON to FILE.json",
+    )
+    p.add_argument(
+        "--json", action="store_true", help="print the report as one JSON object"
+    )
+    p.add_argument(
+        "--verify",
+        action="store_true",
+        help="run original and converted model on random inputs (ONNX Runtime CPU) and fail on a difference",
+    )
+    p.add_argument(
+        "--check-indices",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="lowered scatters fail at run time on an out-of-range index, as ONNX Runtime's kernel "
+        "does (default); --no-check-indices drops the check (two reductions over the indices "
+        "and a few scalar copies per scatter) and a bad index then writes a wrong element",
+    )
     p.set_defaults(func=run)
 
 
@@ -72,8 +101,13 @@ def run(args) -> int:
     with outputs, Progress(f"convert {src.name}", json=args.json) as progress:
         progress.step(f"converting for {args.target}")
         # external data stays on disk: convert reads the graph only, the output gets its own copy
-        result = convert(src, args.target, strategy=args.strategy, check_indices=args.check_indices,
-                         keep_external_data=True)
+        result = convert(
+            src,
+            args.target,
+            strategy=args.strategy,
+            check_indices=args.check_indices,
+            keep_external_data=True,
+        )
         if args.verify:
             progress.step("verifying on random inputs")
             model = load_model(src, load_external_data=False)
@@ -83,23 +117,37 @@ def run(args) -> int:
         progress.step(f"writing {out.name}")
         data = data_path_for(out)
         external = result.external_data_dir is not None
-        write_model(result.model, outputs.temp(out), out, result.external_data_dir,
-                    outputs.temp(data) if external else None)
+        write_model(
+            result.model,
+            outputs.temp(out),
+            out,
+            result.external_data_dir,
+            outputs.temp(data) if external else None,
+        )
         if not external:
             outputs.discard(data)
         report = result.report.to_dict()
         if args.verify:
             report["verify"] = "ok"
         if args.report:
-            _write_text(outputs.temp(args.report), Path(args.report), json.dumps(report, indent=2) + "\n")
+            _write_text(
+                outputs.temp(args.report),
+                Path(args.report),
+                json.dumps(report, indent=2) + "\n",
+            )
         outputs.commit()
     if args.json:
         print(json.dumps(report, indent=2))
     else:
         s = result.report.summary()
-        parts = ", ".join(f"{v} {k}" for k, v in sorted(s.items())) or "no CumSum/CumProd/Scatter nodes"
-        print(f"{out}: {parts} (target {result.report.target}, strategy {result.report.strategy})"
-              + ("; verified" if args.verify else ""))
+        parts = (
+            ", ".join(f"{v} {k}" for k, v in sorted(s.items()))
+            or "no CumSum/CumProd/Scatter nodes"
+        )
+        print(
+            f"{out}: {parts} (target {result.report.target}, strategy {result.report.strategy})"
+            + ("; verified" if args.verify else "")
+        )
         for n in result.report.nodes:
             print(f"  {n.name or n.op_type}: {n.action} - {n.reason}", file=sys.stdout)
             if n.cost:
@@ -126,37 +174,23 @@ def _session(model_bytes: bytes, uses_domain: bool):
         try:
             from ..session import InferenceSession
         except ImportError:
-            raise UserError("--verify: the model uses the project's fallback ops and ort_dml_ops.InferenceSession is not available") from None
+            raise UserError(
+                "--verify: the model uses the project's fallback ops and ort_dml_ops.InferenceSession is not available"
+            ) from None
         return InferenceSession(model_bytes, providers=["CPUExecutionProvider"])
     import onnxruntime as ort
 
     return ort.InferenceSession(model_bytes, providers=["CPUExecutionProvider"])
 
 
-def random_inputs(model, seed: int = 0) -> dict:
-    import onnx
-
-    rng = np.random.default_rng(seed)
-    inits = {i.name for i in model.graph.initializer}
-    feeds = {}
-    for vi in model.graph.input:
-        if vi.name in inits:
-            continue
-        tt = vi.type.tensor_type
-        dt = onnx.helper.tensor_dtype_to_np_dtype(tt.elem_type)
-        shape = [d.dim_value if d.HasField("dim_value") else 3 for d in tt.shape.dim]
-        if np.issubdtype(dt, np.floating) or dt.kind == "V":
-            arr = rng.uniform(0.5, 1.5, shape).astype(np.float32).astype(dt)
-        elif dt == np.bool_:
-            arr = rng.integers(0, 2, shape).astype(bool)
-        else:  # small non-negative ints stay valid as indices into any axis of length >= 2
-            arr = rng.integers(0, 2, shape).astype(dt)
-        feeds[vi.name] = arr
-    return feeds
-
-
-def verify(original, converted, feeds: dict | None = None, rtol: float = 1e-3, atol: float = 1e-5,
-           base_dir=None) -> list[str]:
+def verify(
+    original,
+    converted,
+    feeds: dict | None = None,
+    rtol: float = 1e-3,
+    atol: float = 1e-5,
+    base_dir=None,
+) -> list[str]:
     """Run both models on the CPU EP; return one line per output that differs (empty = ok).
 
     `base_dir`: the folder the models' external data is relative to (loaded for the run)."""
@@ -171,27 +205,35 @@ def verify(original, converted, feeds: dict | None = None, rtol: float = 1e-3, a
     o = onnx.ModelProto()
     o.CopyFrom(original)
     fix_ir_version(o)
-    if base_dir is not None and (external_data_bytes(o) or external_data_bytes(converted)):
+    if base_dir is not None and (
+        external_data_bytes(o) or external_data_bytes(converted)
+    ):
         if max(external_data_bytes(o), external_data_bytes(converted)) >= 1 << 31:
-            raise UserError("--verify: the model's external data is over 2 GB; it cannot be verified in memory")
+            raise UserError(
+                "--verify: the model's external data is over 2 GB; it cannot be verified in memory"
+            )
         c = onnx.ModelProto()
         c.CopyFrom(converted)
         onnx.external_data_helper.load_external_data_for_model(o, str(base_dir))
         onnx.external_data_helper.load_external_data_for_model(c, str(base_dir))
         converted = c
-    feeds = feeds or random_inputs(original)
+    feeds = feeds or random_model_feeds(original)
     try:
         a = _session(o.SerializeToString(), uses(o)).run(None, feeds)
     except UserError:
         raise
-    except Exception as exc:
-        raise UserError(f"--verify: the original model does not run on the CPU EP ({str(exc).splitlines()[0]})") from None
+    except Exception as exc:  # noqa: BLE001 - ORT's own error, reported in one line
+        raise UserError(
+            f"--verify: the original model does not run on the CPU EP ({str(exc).splitlines()[0]})"
+        ) from None
     b = _session(converted.SerializeToString(), uses(converted)).run(None, feeds)
     problems = []
     for out, x, y in zip(original.graph.output, a, b):
         x, y = np.asarray(x), np.asarray(y)
         if x.shape != y.shape or x.dtype != y.dtype:
-            problems.append(f"{out.name}: {x.dtype}{list(x.shape)} vs {y.dtype}{list(y.shape)}")
+            problems.append(
+                f"{out.name}: {x.dtype}{list(x.shape)} vs {y.dtype}{list(y.shape)}"
+            )
             continue
         if np.issubdtype(x.dtype, np.floating):
             tol = rtol if x.dtype != np.float16 else 1e-2

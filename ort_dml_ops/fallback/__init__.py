@@ -7,4 +7,11 @@ the kernels and rewrites a private copy of the model for them.
 from .registry import KERNEL_DOMAIN, register, take_errors
 from .rewrite import FALLBACK_OPS, prepare, uses_fallback
 
-__all__ = ["KERNEL_DOMAIN", "FALLBACK_OPS", "register", "take_errors", "prepare", "uses_fallback"]
+__all__ = [
+    "FALLBACK_OPS",
+    "KERNEL_DOMAIN",
+    "prepare",
+    "register",
+    "take_errors",
+    "uses_fallback",
+]

@@ -18,7 +18,9 @@ _COMPUTE_TYPES = {"": None, "float16": np.float16, "bfloat16": ml_dtypes.bfloat1
 
 def _in_compute_type(x: np.ndarray, compute: str) -> np.ndarray:
     dtype = _COMPUTE_TYPES[compute]
-    return x if dtype is None else x.astype(dtype)  # exact: the values came from that type
+    return (
+        x if dtype is None else x.astype(dtype)
+    )  # exact: the values came from that type
 
 
 def _back(result: np.ndarray, like: np.ndarray) -> np.ndarray:
@@ -38,7 +40,16 @@ def scan_kernel(op: str):
     return kernel
 
 
-def scatter_kernel(data, indices, updates, axis=0, reduction="none", compute="", session=""):
+def scatter_kernel(
+    data, indices, updates, axis=0, reduction="none", compute="", session=""
+):
     work = _in_compute_type(data, compute)
-    result = scatter_elements(work, indices, _in_compute_type(updates, compute), int(axis), reduction, inplace=True)
+    result = scatter_elements(
+        work,
+        indices,
+        _in_compute_type(updates, compute),
+        int(axis),
+        reduction,
+        inplace=True,
+    )
     return _back(result, data)

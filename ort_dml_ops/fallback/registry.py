@@ -32,16 +32,39 @@ KERNEL_DOMAIN_VERSION = 1
 
 D = PyCustomOpDef
 #: numpy dtype name -> extensions type code, for the types the library can carry.
-SCAN_TYPES = {"float32": D.dt_float, "float64": D.dt_double, "int32": D.dt_int32, "int64": D.dt_int64,
-              "uint32": D.dt_uint32, "uint64": D.dt_uint64}
-SCATTER_TYPES = {**SCAN_TYPES, "int8": D.dt_int8, "int16": D.dt_int16, "uint8": D.dt_uint8,
-                 "uint16": D.dt_uint16, "bool": D.dt_bool, "string": D.dt_string}
+SCAN_TYPES = {
+    "float32": D.dt_float,
+    "float64": D.dt_double,
+    "int32": D.dt_int32,
+    "int64": D.dt_int64,
+    "uint32": D.dt_uint32,
+    "uint64": D.dt_uint64,
+}
+SCATTER_TYPES = {
+    **SCAN_TYPES,
+    "int8": D.dt_int8,
+    "int16": D.dt_int16,
+    "uint8": D.dt_uint8,
+    "uint16": D.dt_uint16,
+    "bool": D.dt_bool,
+    "string": D.dt_string,
+}
 # No complex types: ONNX Runtime's custom-op API refuses them (and its CPU EP has no kernel).
 #: Types carried as float32 with the real type in the `compute` attribute.
 VIA_FLOAT32 = ("float16", "bfloat16")
 
-_SCAN_ATTRS = {"exclusive": D.dt_int64, "reverse": D.dt_int64, "compute": D.dt_string, "session": D.dt_string}
-_SCATTER_ATTRS = {"axis": D.dt_int64, "reduction": D.dt_string, "compute": D.dt_string, "session": D.dt_string}
+_SCAN_ATTRS = {
+    "exclusive": D.dt_int64,
+    "reverse": D.dt_int64,
+    "compute": D.dt_string,
+    "session": D.dt_string,
+}
+_SCATTER_ATTRS = {
+    "axis": D.dt_int64,
+    "reduction": D.dt_string,
+    "compute": D.dt_string,
+    "session": D.dt_string,
+}
 
 # Process-wide state lives on the extensions module itself, so that two copies of this module
 # (a reload, or an import under another name) still register each kernel exactly once.
@@ -68,16 +91,36 @@ def register() -> str:
         if not state["kernels"]:
             for dtype, code in SCAN_TYPES.items():
                 for op in ("CumSum", "CumProd"):
-                    _add(state, op, dtype, [code, D.dt_int64], code, _SCAN_ATTRS, kernels.scan_kernel(op))
+                    _add(
+                        state,
+                        op,
+                        dtype,
+                        [code, D.dt_int64],
+                        code,
+                        _SCAN_ATTRS,
+                        kernels.scan_kernel(op),
+                    )
             for dtype, code in SCATTER_TYPES.items():
-                _add(state, "ScatterElements", dtype, [code, D.dt_int64, code], code, _SCATTER_ATTRS, kernels.scatter_kernel)
+                _add(
+                    state,
+                    "ScatterElements",
+                    dtype,
+                    [code, D.dt_int64, code],
+                    code,
+                    _SCATTER_ATTRS,
+                    kernels.scatter_kernel,
+                )
             D.install_hooker(_fast_invoke)
     return get_library_path()
 
 
 def _add(state, op, dtype, inputs, output, attrs, body) -> None:
     opdef = _ocos.Opdef.create(
-        body, op_type=f"{KERNEL_DOMAIN}::{kernel_name(op, dtype)}", inputs=inputs, outputs=[output], attrs=attrs
+        body,
+        op_type=f"{KERNEL_DOMAIN}::{kernel_name(op, dtype)}",
+        inputs=inputs,
+        outputs=[output],
+        attrs=attrs,
     )
     state["kernels"][opdef._id] = (opdef, op, dtype)
 

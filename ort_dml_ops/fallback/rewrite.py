@@ -9,13 +9,15 @@ type, see kernels.py). The user's model is never modified: this works on a copy.
 
 from __future__ import annotations
 
+from typing import Any
+
 import onnx
 import onnx.inliner
 from onnx import TensorProto, helper
 
 from .._domain import DOMAIN
+from ..domain_schemas import registered
 from ..errors import UserError
-from ..schemas import registered
 from .registry import (
     KERNEL_DOMAIN,
     KERNEL_DOMAIN_VERSION,
@@ -26,7 +28,7 @@ from .registry import (
 )
 
 FALLBACK_OPS = ("CumProd", "CumSum", "ScatterElements")
-_DEFAULTS = {
+_DEFAULTS: dict[str, dict[str, Any]] = {
     "CumProd": {"exclusive": 0, "reverse": 0},
     "CumSum": {"exclusive": 0, "reverse": 0},
     "ScatterElements": {"axis": 0, "reduction": "none"},
@@ -36,7 +38,9 @@ _INDEX_INPUT = {"CumProd": 1, "CumSum": 1, "ScatterElements": 1}
 
 
 def uses_fallback(model: onnx.ModelProto) -> bool:
-    return any(n.domain == DOMAIN and n.op_type in FALLBACK_OPS for n in _all_nodes(model))
+    return any(
+        n.domain == DOMAIN and n.op_type in FALLBACK_OPS for n in _all_nodes(model)
+    )
 
 
 def prepare(model: onnx.ModelProto, session_tag: str = "") -> onnx.ModelProto:
@@ -46,13 +50,17 @@ def prepare(model: onnx.ModelProto, session_tag: str = "") -> onnx.ModelProto:
     """
     work = onnx.ModelProto()
     work.CopyFrom(model)
-    if work.functions and any(n.domain == DOMAIN for f in work.functions for n in f.node):
+    if work.functions and any(
+        n.domain == DOMAIN for f in work.functions for n in f.node
+    ):
         work = onnx.inliner.inline_local_functions(work)
     types = _element_types(work)
     counter = [0]
     _rewrite_graph(work.graph, types, counter, session_tag)
     if not any(i.domain == KERNEL_DOMAIN for i in work.opset_import):
-        work.opset_import.append(helper.make_opsetid(KERNEL_DOMAIN, KERNEL_DOMAIN_VERSION))
+        work.opset_import.append(
+            helper.make_opsetid(KERNEL_DOMAIN, KERNEL_DOMAIN_VERSION)
+        )
     return work
 
 
@@ -97,7 +105,9 @@ def _element_types(model: onnx.ModelProto) -> dict[str, int]:
     return types
 
 
-def _rewrite_graph(graph: onnx.GraphProto, types: dict[str, int], counter: list[int], tag: str) -> None:
+def _rewrite_graph(
+    graph: onnx.GraphProto, types: dict[str, int], counter: list[int], tag: str
+) -> None:
     new_nodes = []
     for node in graph.node:
         for attr in node.attribute:
@@ -116,20 +126,28 @@ def _fresh(base: str, counter: list[int]) -> str:
     return f"{base}__ortdmlops_fb{counter[0]}"
 
 
-def _rewrite_node(node: onnx.NodeProto, types: dict[str, int], counter: list[int], tag: str) -> list[onnx.NodeProto]:
+def _rewrite_node(
+    node: onnx.NodeProto, types: dict[str, int], counter: list[int], tag: str
+) -> list[onnx.NodeProto]:
     op = node.op_type
     label = f"{DOMAIN}::{op} node '{node.name or node.output[0]}'"
     data_name = node.input[0]
     if data_name not in types:
         raise UserError(f"{label}: cannot tell the element type of input '{data_name}'")
     elem = types[data_name]
-    dtype = helper.tensor_dtype_to_np_dtype(elem).name if elem != TensorProto.STRING else "string"
+    dtype = (
+        helper.tensor_dtype_to_np_dtype(elem).name
+        if elem != TensorProto.STRING
+        else "string"
+    )
     if elem == TensorProto.BFLOAT16:
         dtype = "bfloat16"
     supported = SCAN_TYPES if op in ("CumSum", "CumProd") else SCATTER_TYPES
     if dtype not in supported and dtype not in VIA_FLOAT32:
         names = ", ".join([*supported, *VIA_FLOAT32])
-        raise UserError(f"{label}: element type {dtype} is not supported (supported: {names})")
+        raise UserError(
+            f"{label}: element type {dtype} is not supported (supported: {names})"
+        )
 
     before, after = [], []
     inputs = list(node.input)
@@ -139,15 +157,31 @@ def _rewrite_node(node: onnx.NodeProto, types: dict[str, int], counter: list[int
         compute, kernel_dtype = dtype, "float32"
         for i in _DATA_INPUTS[op]:
             cast = _fresh(inputs[i], counter)
-            before.append(helper.make_node("Cast", [inputs[i]], [cast], to=TensorProto.FLOAT, name=_fresh("cast_in", counter)))
+            before.append(
+                helper.make_node(
+                    "Cast",
+                    [inputs[i]],
+                    [cast],
+                    to=TensorProto.FLOAT,
+                    name=_fresh("cast_in", counter),
+                )
+            )
             inputs[i] = cast
     idx = _INDEX_INPUT[op]
     if types.get(inputs[idx]) == TensorProto.INT32:
         cast = _fresh(inputs[idx], counter)
-        before.append(helper.make_node("Cast", [inputs[idx]], [cast], to=TensorProto.INT64, name=_fresh("cast_idx", counter)))
+        before.append(
+            helper.make_node(
+                "Cast",
+                [inputs[idx]],
+                [cast],
+                to=TensorProto.INT64,
+                name=_fresh("cast_idx", counter),
+            )
+        )
         inputs[idx] = cast
 
-    attrs = dict(_DEFAULTS[op])
+    attrs: dict[str, Any] = dict(_DEFAULTS[op])
     attrs.update({a.name: helper.get_attribute_value(a) for a in node.attribute})
     attrs = {k: (v.decode() if isinstance(v, bytes) else v) for k, v in attrs.items()}
     attrs["compute"] = compute
@@ -155,9 +189,22 @@ def _rewrite_node(node: onnx.NodeProto, types: dict[str, int], counter: list[int
     outputs = list(node.output)
     if compute:
         result = _fresh(outputs[0], counter)
-        after.append(helper.make_node("Cast", [result], [outputs[0]], to=types[data_name], name=_fresh("cast_out", counter)))
+        after.append(
+            helper.make_node(
+                "Cast",
+                [result],
+                [outputs[0]],
+                to=types[data_name],
+                name=_fresh("cast_out", counter),
+            )
+        )
         outputs[0] = result
     kernel = helper.make_node(
-        kernel_name(op, kernel_dtype), inputs, outputs, name=node.name or _fresh(op, counter), domain=KERNEL_DOMAIN, **attrs
+        kernel_name(op, kernel_dtype),
+        inputs,
+        outputs,
+        name=node.name or _fresh(op, counter),
+        domain=KERNEL_DOMAIN,
+        **attrs,
     )
     return [*before, kernel, *after]

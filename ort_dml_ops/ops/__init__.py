@@ -7,4 +7,4 @@ themselves held against ONNX Runtime's CPU EP and onnx's ReferenceEvaluator in t
 from .scan import cumprod, cumsum
 from .scatter import REDUCTIONS, ScatterIndexError, scatter_elements
 
-__all__ = ["cumsum", "cumprod", "scatter_elements", "REDUCTIONS", "ScatterIndexError"]
+__all__ = ["REDUCTIONS", "ScatterIndexError", "cumprod", "cumsum", "scatter_elements"]

@@ -8,8 +8,8 @@ fallback could never come close to them.
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from typing import Callable
 
 #: Below this many elements per call, a thread hand-off costs more than it saves.
 MIN_PARALLEL_ELEMENTS = 1 << 16
@@ -24,7 +24,9 @@ def workers() -> int:
 def _pool() -> ThreadPoolExecutor:
     global _POOL
     if _POOL is None:
-        _POOL = ThreadPoolExecutor(max_workers=workers(), thread_name_prefix="ort_dml_ops")
+        _POOL = ThreadPoolExecutor(
+            max_workers=workers(), thread_name_prefix="ort_dml_ops"
+        )
     return _POOL
 
 

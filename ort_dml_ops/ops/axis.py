@@ -15,12 +15,18 @@ def normalize_axis(axis, rank: int, op: str) -> int:
     else:
         a = np.asarray(axis)
         if a.dtype not in (np.int32, np.int64):
-            raise ValueError(f"{op}: axis must be an int32 or int64 tensor, got {a.dtype}")
+            raise ValueError(
+                f"{op}: axis must be an int32 or int64 tensor, got {a.dtype}"
+            )
         if a.size != 1 or a.ndim > 1:
-            raise ValueError(f"{op}: axis must be a scalar or a 1-element tensor, got shape {list(a.shape)}")
+            raise ValueError(
+                f"{op}: axis must be a scalar or a 1-element tensor, got shape {list(a.shape)}"
+            )
         value = int(a.reshape(()))
     if rank == 0:
         raise ValueError(f"{op}: input must have rank >= 1, got a scalar")
     if not -rank <= value < rank:
-        raise ValueError(f"{op}: axis {value} is out of range for rank {rank} (valid: [{-rank}, {rank - 1}])")
+        raise ValueError(
+            f"{op}: axis {value} is out of range for rank {rank} (valid: [{-rank}, {rank - 1}])"
+        )
     return value % rank

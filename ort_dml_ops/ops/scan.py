@@ -17,12 +17,16 @@ from .axis import normalize_axis
 _ROW_LOOP_MIN_INNER = 32
 
 
-def cumsum(x, axis, exclusive: int = 0, reverse: int = 0, *, inplace: bool = False) -> np.ndarray:
+def cumsum(
+    x, axis, exclusive: int = 0, reverse: int = 0, *, inplace: bool = False
+) -> np.ndarray:
     """ONNX CumSum. With inplace=True, `x` (a writable C-contiguous array) holds the result."""
     return _scan(np.add, 0, "CumSum", x, axis, exclusive, reverse, inplace)
 
 
-def cumprod(x, axis, exclusive: int = 0, reverse: int = 0, *, inplace: bool = False) -> np.ndarray:
+def cumprod(
+    x, axis, exclusive: int = 0, reverse: int = 0, *, inplace: bool = False
+) -> np.ndarray:
     """ONNX CumProd-26 (and the project's DOMAIN::CumProd)."""
     return _scan(np.multiply, 1, "CumProd", x, axis, exclusive, reverse, inplace)
 
@@ -32,7 +36,11 @@ def _scan(ufunc, identity, op, x, axis, exclusive, reverse, inplace) -> np.ndarr
     if x.dtype.kind not in "iuf" and x.dtype.name != "bfloat16":
         raise TypeError(f"{op}: unsupported element type {x.dtype}")
     ax = normalize_axis(axis, x.ndim, op)
-    out = x if inplace and x.flags.c_contiguous and x.flags.writeable else np.array(x, order="C", copy=True)
+    out = (
+        x
+        if inplace and x.flags.c_contiguous and x.flags.writeable
+        else np.array(x, order="C", copy=True)
+    )
     n = out.shape[ax]
     if out.size == 0 or (n == 1 and not exclusive):
         return out
@@ -45,7 +53,9 @@ def _scan(ufunc, identity, op, x, axis, exclusive, reverse, inplace) -> np.ndarr
         # exclusive[i] = inclusive[i-1]: shift the values one step along the axis first.
         view[:, 1:, :] = view[:, :-1, :].copy()
         view[:, 0, :] = identity
-    with np.errstate(all="ignore"):  # overflow, inf - inf and 0 * inf follow IEEE / wrap on purpose
+    with np.errstate(
+        all="ignore"
+    ):  # overflow, inf - inf and 0 * inf follow IEEE / wrap on purpose
         _inclusive_scan(ufunc, view, outer, n, inner)
     return out
 

@@ -23,39 +23,61 @@ class ScatterIndexError(IndexError):
     """An index outside the valid range of its axis."""
 
 
-def scatter_elements(data, indices, updates, axis: int = 0, reduction: str = "none", *, inplace: bool = False) -> np.ndarray:
+def scatter_elements(
+    data,
+    indices,
+    updates,
+    axis: int = 0,
+    reduction: str = "none",
+    *,
+    inplace: bool = False,
+) -> np.ndarray:
     """ONNX ScatterElements. With inplace=True a C-contiguous writable `data` holds the result."""
     data, indices, updates = np.asarray(data), np.asarray(indices), np.asarray(updates)
     axis = _validate(data, indices, updates, axis, reduction)
-    out = data if inplace and data.flags.c_contiguous and data.flags.writeable else np.array(data, order="C", copy=True)
+    out = (
+        data
+        if inplace and data.flags.c_contiguous and data.flags.writeable
+        else np.array(data, order="C", copy=True)
+    )
     if indices.size == 0:
         return out
     flat = out.reshape(-1)
     targets = _flat_targets(indices, data.shape, axis)
     values = updates.reshape(-1)
-    with np.errstate(all="ignore"):  # integer wrap-around and IEEE specials are the semantics
+    with np.errstate(
+        all="ignore"
+    ):  # integer wrap-around and IEEE specials are the semantics
         _apply(flat, targets, values, reduction)
     return out
 
 
 def _apply(flat, targets, values, reduction) -> None:
     if reduction == "none":
-        flat[targets] = values  # numpy assigns repeated indices in order: the last one wins
+        flat[targets] = (
+            values  # numpy assigns repeated indices in order: the last one wins
+        )
     elif reduction == "add":
         np.add.at(flat, targets, values)
     elif reduction == "mul":
         np.multiply.at(flat, targets, values)
     else:
-        _max_min_at(flat, targets, values, np.maximum if reduction == "max" else np.minimum)
+        _max_min_at(
+            flat, targets, values, np.maximum if reduction == "max" else np.minimum
+        )
 
 
 def _validate(data, indices, updates, axis, reduction) -> int:
     if reduction not in REDUCTIONS:
-        raise ValueError(f"{_OP}: unknown reduction {reduction!r} (expected one of {', '.join(REDUCTIONS)})")
+        raise ValueError(
+            f"{_OP}: unknown reduction {reduction!r} (expected one of {', '.join(REDUCTIONS)})"
+        )
     if indices.dtype not in (np.int32, np.int64):
         raise TypeError(f"{_OP}: indices must be int32 or int64, got {indices.dtype}")
     if updates.dtype != data.dtype:
-        raise TypeError(f"{_OP}: updates type {updates.dtype} differs from data type {data.dtype}")
+        raise TypeError(
+            f"{_OP}: updates type {updates.dtype} differs from data type {data.dtype}"
+        )
     r = data.ndim
     if r == 0:
         raise ValueError(f"{_OP}: data must have rank >= 1")
@@ -64,11 +86,15 @@ def _validate(data, indices, updates, axis, reduction) -> int:
             f"{_OP}: indices {list(indices.shape)} and updates {list(updates.shape)} must have one shape, of rank {r}"
         )
     if not -r <= axis < r:
-        raise ValueError(f"{_OP}: axis {axis} is out of range for rank {r} (valid: [{-r}, {r - 1}])")
+        raise ValueError(
+            f"{_OP}: axis {axis} is out of range for rank {r} (valid: [{-r}, {r - 1}])"
+        )
     axis %= r
     for d in range(r):
         if d != axis and indices.shape[d] > data.shape[d]:
-            raise ValueError(f"{_OP}: indices dimension {d} is {indices.shape[d]}, larger than data's {data.shape[d]}")
+            raise ValueError(
+                f"{_OP}: indices dimension {d} is {indices.shape[d]}, larger than data's {data.shape[d]}"
+            )
     return axis
 
 
@@ -85,9 +111,12 @@ def _flat_targets(indices: np.ndarray, shape: tuple, axis: int) -> np.ndarray:
     idx = indices.astype(np.int64, copy=False)
     if lo < 0:
         idx = np.where(idx < 0, idx + n, idx)
-    strides = np.cumprod((shape[1:] + (1,))[::-1])[::-1]  # element strides of C-contiguous data
+    strides = np.cumprod((shape[1:] + (1,))[::-1])[
+        ::-1
+    ]  # element strides of C-contiguous data
     # Offset of every update's position on the other axes: a small broadcast sum of aranges.
     base = np.zeros((1,) * len(shape), np.int64)
+    coord: np.ndarray
     for d, coord in enumerate(np.indices(indices.shape, sparse=True)):
         if d != axis and indices.shape[d] > 1:
             base = base + coord.astype(np.int64) * int(strides[d])
@@ -95,7 +124,9 @@ def _flat_targets(indices: np.ndarray, shape: tuple, axis: int) -> np.ndarray:
     return (flat + base if base.size > 1 or base.any() else flat).reshape(-1)
 
 
-def _max_min_at(flat: np.ndarray, targets: np.ndarray, values: np.ndarray, ufunc) -> None:
+def _max_min_at(
+    flat: np.ndarray, targets: np.ndarray, values: np.ndarray, ufunc
+) -> None:
     is_float = flat.dtype.kind == "f" or flat.dtype.name == "bfloat16"
     if not is_float:
         ufunc.at(flat, targets, values)
@@ -105,7 +136,9 @@ def _max_min_at(flat: np.ndarray, targets: np.ndarray, values: np.ndarray, ufunc
         # only the updates after a position's last NaN count, and a position whose last item is
         # NaN is NaN.
         order = np.arange(targets.size)
-        last_nan = np.where(np.isnan(flat), -1, -2)  # -1: data itself is NaN; -2: no NaN yet
+        last_nan = np.where(
+            np.isnan(flat), -1, -2
+        )  # -1: data itself is NaN; -2: no NaN yet
         is_nan = np.isnan(values)
         np.maximum.at(last_nan, targets[is_nan], order[is_nan])
         counts = order > last_nan[targets]
@@ -119,7 +152,9 @@ def _max_min_at(flat: np.ndarray, targets: np.ndarray, values: np.ndarray, ufunc
     _zero_ties_go_to_the_later(flat, targets, values)
 
 
-def _zero_ties_go_to_the_later(flat: np.ndarray, targets: np.ndarray, values: np.ndarray) -> None:
+def _zero_ties_go_to_the_later(
+    flat: np.ndarray, targets: np.ndarray, values: np.ndarray
+) -> None:
     """+0.0 and -0.0 compare equal, and ORT keeps the current value only when it is strictly
     greater (smaller), so where the result is a zero it is the last zero item at that position.
     np.maximum / np.minimum may return either zero (it depends on the dtype's SIMD path:
@@ -128,7 +163,9 @@ def _zero_ties_go_to_the_later(flat: np.ndarray, targets: np.ndarray, values: np
     if not zero.any():
         return
     t, v = targets[zero][::-1], values[zero][::-1]
-    _, first = np.unique(t, return_index=True)  # first in reversed order = last in order
+    _, first = np.unique(
+        t, return_index=True
+    )  # first in reversed order = last in order
     t, v = t[first], v[first]
     won = flat[t] == 0
     flat[t[won]] = v[won]

@@ -21,19 +21,9 @@ from functools import cache
 
 import onnx
 
-from .graph import Graph
+from .graph import NONDETERMINISTIC, Graph
 
 SHARE_LIMIT = 8
-NONDETERMINISTIC = frozenset(
-    {
-        "RandomUniform",
-        "RandomNormal",
-        "RandomUniformLike",
-        "RandomNormalLike",
-        "Multinomial",
-        "Bernoulli",
-    }
-)
 
 
 def share_constants(graph: Graph) -> bool:

@@ -23,18 +23,8 @@ from __future__ import annotations
 import numpy as np
 import onnx
 
-from .graph import Graph, Initializer, Node
+from .graph import NONDETERMINISTIC, Graph, Initializer, Node
 
-NONDETERMINISTIC = frozenset(
-    {
-        "RandomUniform",
-        "RandomNormal",
-        "RandomUniformLike",
-        "RandomNormalLike",
-        "Multinomial",
-        "Bernoulli",
-    }
-)
 _NP_TO_ELEM = {
     np.dtype(k): v
     for k, v in (
@@ -85,7 +75,7 @@ def _shape_fold(node: Node, shapes: dict):
 
 
 def _evaluate(node: Node, graph: Graph, types: dict, opsets: dict):
-    values = []
+    values: list = []
     for x in node.inputs:
         if not x:
             values.append(None)
@@ -191,20 +181,21 @@ def fold(graph: Graph, types: dict, shapes: dict, opsets: dict, has_cpu_kernel) 
         for k, o in enumerate(node.outputs):
             if not o:
                 continue
+            dims: tuple | None
             if results is not None:
                 v = np.asarray(results[k])
                 dims = tuple(v.shape)
             else:
                 v = None
-                dims = shapes.get(o)
+                known = shapes.get(o)
                 dims = (
-                    tuple(dims)
-                    if dims is not None and all(d is not None for d in dims)
+                    tuple(known)
+                    if known is not None and all(d is not None for d in known)
                     else None
                 )
             init = Initializer(
                 o,
-                _TYPE_TO_ELEM.get(types.get(o), 0),
+                _TYPE_TO_ELEM.get(types.get(o, ""), 0),
                 dims if dims is not None else (1 << 40,),
                 v,
             )

@@ -16,6 +16,19 @@ from dataclasses import dataclass, field
 import numpy as np
 import onnx
 
+#: Ops whose outputs are not a function of their inputs: ORT's optimizers neither fold nor merge
+#: them (``IsOperationDeterministic``, ``core/optimizer/optimizer_utils.cc``; cse.py, folding.py).
+NONDETERMINISTIC = frozenset(
+    {
+        "RandomUniform",
+        "RandomNormal",
+        "RandomUniformLike",
+        "RandomNormalLike",
+        "Multinomial",
+        "Bernoulli",
+    }
+)
+
 
 @dataclass
 class Initializer:
@@ -83,9 +96,12 @@ class Graph:
         self.parent = parent
         self.next_index = max((n.index for n in self.nodes), default=-1) + 1
         self.removed: dict = {}  # node -> (ORT step, reason)
+        self.model_order: list[
+            str
+        ] = []  # node names in the model's order (placement/load.py)
         # bumped on every edit: the topological order is cached per version
         self.version = 0
-        self._topo = (-1, [])
+        self._topo: tuple[int, list] = (-1, [])
         self._producers: tuple = (-1, {})
         self._consumers: tuple = (-1, {})
         self._positions: dict = {}
@@ -95,10 +111,25 @@ class Graph:
         self._generated_values: set = set()
 
     # -- lookups -------------------------------------------------------------------------------
+    def outer_reads(self) -> list:
+        """Values this (sub)graph reads from an outer scope: the implicit inputs of its node."""
+        defined = set(self.inputs) | set(self.initializers)
+        for n in self.nodes:
+            defined.update(o for o in n.outputs if o)
+        out: dict = {}
+        for n in self.nodes:
+            for x in list(n.inputs) + implicit_inputs(n):
+                if x and x not in defined:
+                    out[x] = None
+        return list(out)
+
     def producers(self) -> dict:
         """value -> the node writing it (cached per graph version: treat as read-only)."""
         if self._producers[0] != self.version:
-            self._producers = (self.version, {o: n for n in self.nodes for o in n.outputs if o})
+            self._producers = (
+                self.version,
+                {o: n for n in self.nodes for o in n.outputs if o},
+            )
         return self._producers[1]
 
     def consumers(self) -> dict:
@@ -118,7 +149,7 @@ class Graph:
 
     def initializer(self, name: str, outer: bool = True):
         """Graph::GetInitializer(name, check_outer_scope)."""
-        g = self
+        g: Graph | None = self
         while g is not None:
             if name in g.initializers:
                 return g.initializers[name]
@@ -290,18 +321,3 @@ def implicit_inputs(node: Node) -> list:
         for x in sg.outer_reads():
             out[x] = None
     return list(out)
-
-
-def _outer_reads(self) -> list:
-    defined = set(self.inputs) | set(self.initializers)
-    for n in self.nodes:
-        defined.update(o for o in n.outputs if o)
-    out: dict = {}
-    for n in self.nodes:
-        for x in list(n.inputs) + implicit_inputs(n):
-            if x and x not in defined:
-                out[x] = None
-    return list(out)
-
-
-Graph.outer_reads = _outer_reads

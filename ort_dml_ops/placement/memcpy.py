@@ -30,7 +30,10 @@ class Copy:
 
 def copies(graph: Graph, provider_of, kernel_of, cpu: str, outer_implicit=()) -> list:
     """The copies for one graph level. `provider_of(node)`, `kernel_of(node)` (the kernel it runs)."""
-    cpu_in, cpu_out, dev_in, dev_out = set(), set(), set(), set()
+    cpu_in: set[str] = set()
+    cpu_out: set[str] = set()
+    dev_in: set[str] = set()
+    dev_out: set[str] = set()
     for node in graph.nodes:
         prov = provider_of(node)
         if prov is None:

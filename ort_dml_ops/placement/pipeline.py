@@ -37,18 +37,46 @@ CPU = "CPUExecutionProvider"
 
 
 @dataclass
-class NodeResult:
+class NodeReport:
+    """Where one node runs and why: a row of `inspect`'s report (its JSON: to_dict)."""
+
     name: str
     op_type: str
     domain: str
     since_version: int | None
     provider: str | None
     reason: str
-    removed_by: str = ""  # the ORT step that removed the node ("" when it runs)
+    # the ORT step that removed it before partitioning ("" when it runs)
+    removed_by: str = ""
+    # on the CPU by GetCpuPreferredNodes, although the GPU EP has a kernel
     cpu_preferred: bool = False
-    # the ORT step that added the node ("" for the model's own nodes)
+    # the ORT step that added it ("" for the model's own nodes)
     added_by: str = ""
-    graph: str = ""  # "" for the main graph, "<node>/<attribute>" inside a subgraph
+    # "" for the main graph, "<node>/<attribute>" for a node of a subgraph
+    graph: str = ""
+
+    @property
+    def folded(self) -> bool:
+        return self.provider is None and bool(self.removed_by)
+
+    def to_dict(self) -> dict:
+        d = {
+            "name": self.name,
+            "op_type": self.op_type,
+            "domain": self.domain,
+            "since_version": self.since_version,
+            "provider": self.provider,
+            "reason": self.reason,
+        }
+        if self.removed_by:
+            d["removed_by"] = self.removed_by
+        if self.cpu_preferred:
+            d["cpu_preferred"] = True
+        if self.added_by:
+            d["added_by"] = self.added_by
+        if self.graph:
+            d["graph"] = self.graph
+        return d
 
 
 @dataclass
@@ -130,7 +158,7 @@ def _place(
                     "its inputs are CPU-side shape values or small constants"
                 )
         provider[node], kernel[node] = prov, k
-        placed[node.name] = NodeResult(
+        placed[node.name] = NodeReport(
             node.name,
             node.op_type,
             node.domain,
@@ -145,7 +173,7 @@ def _place(
         since = tgt.explain(stub.to_proto(), opsets, types).since_version
         placed.setdefault(
             stub.name,
-            NodeResult(
+            NodeReport(
                 stub.name,
                 stub.op_type,
                 stub.domain,

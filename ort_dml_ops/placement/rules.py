@@ -21,23 +21,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..targets.value_types import type_string
 from .graph import Graph, Node
-
-_CAST_TYPES = {
-    1: "tensor(float)",
-    2: "tensor(uint8)",
-    3: "tensor(int8)",
-    4: "tensor(uint16)",
-    5: "tensor(int16)",
-    6: "tensor(int32)",
-    7: "tensor(int64)",
-    9: "tensor(bool)",
-    10: "tensor(float16)",
-    11: "tensor(double)",
-    12: "tensor(uint32)",
-    13: "tensor(uint64)",
-    16: "tensor(bfloat16)",
-}
 
 
 def _removable(graph: Graph, node: Node) -> bool:
@@ -176,7 +161,8 @@ def apply(graph: Graph, types: dict, shapes: dict) -> bool:
             op == "Cast"
             and node.inputs
             and types.get(node.inputs[0]) is not None
-            and types.get(node.inputs[0]) == _CAST_TYPES.get(node.attr("to"))
+            # CastElimination (cast_elimination.cc): `to` equals the input's element type, any type
+            and types.get(node.inputs[0]) == type_string(node.attr("to"))
         ):
             _bypass(
                 graph,

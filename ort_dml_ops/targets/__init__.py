@@ -33,7 +33,7 @@ Targets:
   versions only, no type constraints); CPU side: the installed CPU EP.
 * ``cpu``: the installed onnxruntime's CPU EP (live), the recorded 1.24.4 table if unavailable.
 * ``webgpu``: ONNX Runtime's WebGPU plugin EP (onnxruntime-ep-webgpu 0.4.0), table RECORDED from
-  the plugin (``data/webgpu_0.4.0.json``; how: ``webgpu_record.py``): a kernel matches only the
+  the plugin (``data/webgpu_0.4.0.json``; how: ``tools/webgpu_lane/record.py``): a kernel matches only the
   since-versions and type bindings the plugin was seen to take; the CPU side is the installed
   CPU EP. ``max_io_width`` = 8 (WebGPU guarantees 8 storage buffers per shader stage; lavapipe
   binds 16 and a Split into 17 outputs fails there), and ``cost_facts`` hold measured costs
@@ -61,12 +61,24 @@ Rules (what mirrors what):
 
 from __future__ import annotations
 
-from functools import lru_cache
+from functools import cache
 
 from . import kernels
-from .target import CPU, CUDA, DML, WEBGPU, Decision, Target, opsets_of, type_string
+from .target import CPU, CUDA, DML, WEBGPU, Decision, Target
+from .value_types import opsets_of, type_string
 
-__all__ = ["CPU", "CUDA", "DML", "TARGETS", "WEBGPU", "Decision", "Target", "get_target", "opsets_of", "type_string"]
+__all__ = [
+    "CPU",
+    "CUDA",
+    "DML",
+    "TARGETS",
+    "WEBGPU",
+    "Decision",
+    "Target",
+    "get_target",
+    "opsets_of",
+    "type_string",
+]
 
 #: target name -> ORT provider name
 TARGETS = {"dml": DML, "cuda": CUDA, "webgpu": WEBGPU, "cpu": CPU}
@@ -85,24 +97,35 @@ WEBGPU_MAX_IO_WIDTH = 8
 WEBGPU_COST_FACTS = {"cumsum_native_max_axis": 64}
 
 
-@lru_cache(maxsize=None)
+@cache
 def get_target(name: str = "dml") -> Target:
     """The capability model for target `name` ("dml", "cuda", "webgpu", "cpu"; ORT provider names accepted)."""
     key = {v: k for k, v in TARGETS.items()}.get(name, name)
     key = key.lower() if isinstance(key, str) else key
     if key == "dml":
-        return Target("dml", DML, kernels.recorded(DML_TABLE), kernels.recorded(DML_CPU_TABLE))
+        return Target(
+            "dml", DML, kernels.recorded(DML_TABLE), kernels.recorded(DML_CPU_TABLE)
+        )
     cpu = kernels.live(CPU) or kernels.recorded(DML_CPU_TABLE)
     if key == "cuda":
-        return Target("cuda", CUDA, kernels.live(CUDA) or kernels.recorded(CUDA_TABLE), cpu)
+        return Target(
+            "cuda", CUDA, kernels.live(CUDA) or kernels.recorded(CUDA_TABLE), cpu
+        )
     if key == "cpu":
         return Target("cpu", CPU, None, cpu)
     if key == "webgpu":
         # The plugin (0.4.0) keeps a node its kernel takes on WebGPU even when every input is a
         # CPU-side value: ORT's GetCpuPreferredNodes does not run for it (measured; pinned by
         # tests/webgpu/test_models_webgpu.py::test_plugin_keeps_cpu_fed_nodes_on_webgpu).
-        return Target("webgpu", WEBGPU, kernels.recorded(WEBGPU_TABLE), cpu, max_io_width=WEBGPU_MAX_IO_WIDTH,
-                      cost_facts=WEBGPU_COST_FACTS, cpu_preferred=False)
+        return Target(
+            "webgpu",
+            WEBGPU,
+            kernels.recorded(WEBGPU_TABLE),
+            cpu,
+            max_io_width=WEBGPU_MAX_IO_WIDTH,
+            cost_facts=WEBGPU_COST_FACTS,
+            cpu_preferred=False,
+        )
     from ..errors import UserError
 
     raise UserError(f"unknown target {name!r}; choose one of: {', '.join(TARGETS)}")

@@ -11,8 +11,24 @@ import onnx
 # GetDmlDataTypeFromMlDataTypeNoThrow (DmlCommon.cpp): element types DirectML has a tensor type for
 # (bool is carried as uint8). string, bfloat16, complex and float8 have none -> the node is rejected.
 DML_ELEMENT_TYPES = frozenset(
-    f"tensor({t})" for t in ("float", "float16", "double", "int8", "int16", "int32", "int64",
-                            "uint8", "uint16", "uint32", "uint64", "bool", "int4", "uint4"))
+    f"tensor({t})"
+    for t in (
+        "float",
+        "float16",
+        "double",
+        "int8",
+        "int16",
+        "int32",
+        "int64",
+        "uint8",
+        "uint16",
+        "uint32",
+        "uint64",
+        "bool",
+        "int4",
+        "uint4",
+    )
+)
 
 
 def _attr(node: onnx.NodeProto, name: str, default):
@@ -34,20 +50,34 @@ def _present_inputs(node) -> int:
 # name -> (callable(node) -> reason-or-None, source file). A reason means the query rejects.
 def _q_scatter(node):
     r = _attr(node, "reduction", "none")
-    return None if r == "none" else f"QueryScatter rejects reduction='{r}' (DML supports only 'none')"
+    return (
+        None
+        if r == "none"
+        else f"QueryScatter rejects reduction='{r}' (DML supports only 'none')"
+    )
 
 
 def _q_slice(node):
-    return None if _present_inputs(node) <= 5 else "QuerySlice rejects more than 5 inputs"
+    return (
+        None if _present_inputs(node) <= 5 else "QuerySlice rejects more than 5 inputs"
+    )
 
 
 def _q_pad(node):
     pads = _attr(node, "pads", [])
-    return None if not any(p < 0 for p in pads) else "QueryPad rejects negative 'pads' (opset < 11 attribute)"
+    return (
+        None
+        if not any(p < 0 for p in pads)
+        else "QueryPad rejects negative 'pads' (opset < 11 attribute)"
+    )
 
 
 def _q_maxpool(node):
-    return None if _attr(node, "storage_order", 0) == 0 else "QueryMaxPool rejects storage_order != 0"
+    return (
+        None
+        if _attr(node, "storage_order", 0) == 0
+        else "QueryMaxPool rejects storage_order != 0"
+    )
 
 
 def _q_resize(node):
@@ -73,9 +103,15 @@ SUPPORT_QUERIES = {
     "QuerySlice": (_q_slice, "Operators/DmlOperatorSlice.cpp"),
     "QueryPad": (_q_pad, "Operators/DmlOperatorPadding.cpp"),
     "QueryMaxPool": (_q_maxpool, "Operators/DmlOperatorPooling.cpp"),
-    "QueryResize": (_q_resize, "Operators/DmlOperatorResize.cpp (mode, exclude_outside, extrapolation_value)"),
-    "QueryBatchNormalization": (_q_batchnorm, "Operators/DmlOperatorBatchNormalization.cpp (partly: "
-                                              "training_mode and input count; per-input dtype check not modelled)"),
+    "QueryResize": (
+        _q_resize,
+        "Operators/DmlOperatorResize.cpp (mode, exclude_outside, extrapolation_value)",
+    ),
+    "QueryBatchNormalization": (
+        _q_batchnorm,
+        "Operators/DmlOperatorBatchNormalization.cpp (partly: "
+        "training_mode and input count; per-input dtype check not modelled)",
+    ),
 }
 
 
@@ -89,7 +125,9 @@ def support_query(name: str | None, node) -> str | None:
     return fn[0](node)
 
 
-def unsupported_data_type(node, kernel, value_type, device_unsupported=frozenset()) -> str | None:
+def unsupported_data_type(
+    node, kernel, value_type, device_unsupported=frozenset()
+) -> str | None:
     """ExecutionProvider.cpp DoesNodeContainSupportedDataTypes.
 
     Every present input/output must be a tensor of a DirectML element type; the device must
@@ -97,7 +135,10 @@ def unsupported_data_type(node, kernel, value_type, device_unsupported=frozenset
     are accepted only for the CPU-implemented sequence kernels the DML EP registers.
     """
     cpu_inputs = kernel.cpu_inputs if kernel is not None else frozenset()
-    cpu_kernel = bool(kernel is not None and kernel.extra.get("note", "").startswith("CPU-implemented"))
+    cpu_kernel = bool(
+        kernel is not None
+        and kernel.extra.get("note", "").startswith("CPU-implemented")
+    )
     for is_input, names in ((True, node.input), (False, node.output)):
         for i, name in enumerate(names):
             if not name:

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from functools import cached_property, lru_cache
+from functools import cache, cached_property
 from pathlib import Path
 
 DATA_DIR = Path(__file__).resolve().parent / "data"
@@ -27,7 +27,9 @@ class Kernel:
     domain: str
     since: int
     end: int | None  # None: registered without an end version (INT_MAX)
-    types: dict | None  # constraint name -> frozenset of type strings; None: not recorded (not checked)
+    types: (
+        dict | None
+    )  # constraint name -> frozenset of type strings; None: not recorded (not checked)
     cpu_inputs: frozenset = frozenset()
     cpu_outputs: frozenset = frozenset()
     query: str | None = None
@@ -95,23 +97,35 @@ def _rows_to_table(data: dict, live: bool = False) -> KernelTable:
     for r in data["kernels"]:
         types = r.get("types")
         k = Kernel(
-            op=r["op"], domain=r["domain"], since=r["since"], end=r.get("end"),
-            types=None if types is None else {n: frozenset(v) for n, v in types.items()},
-            cpu_inputs=frozenset(r.get("cpu_inputs", ())), cpu_outputs=frozenset(r.get("cpu_outputs", ())),
+            op=r["op"],
+            domain=r["domain"],
+            since=r["since"],
+            end=r.get("end"),
+            types=None
+            if types is None
+            else {n: frozenset(v) for n, v in types.items()},
+            cpu_inputs=frozenset(r.get("cpu_inputs", ())),
+            cpu_outputs=frozenset(r.get("cpu_outputs", ())),
             query=r.get("query"),
-            extra={k2: v for k2, v in r.items() if k2 in ("fusable", "note", "typed_as", "attrs_on_target")},
+            extra={
+                k2: v
+                for k2, v in r.items()
+                if k2 in ("fusable", "note", "typed_as", "attrs_on_target")
+            },
         )
         by_op.setdefault((k.domain, k.op), []).append(k)
-    return KernelTable(data["provider"], data.get("build", ""), data.get("source", {}), by_op, live)
+    return KernelTable(
+        data["provider"], data.get("build", ""), data.get("source", {}), by_op, live
+    )
 
 
-@lru_cache(maxsize=None)
+@cache
 def recorded(name: str) -> KernelTable:
     """A recorded table from ort_dml_ops/targets/data/<name>."""
     return _rows_to_table(json.loads((DATA_DIR / name).read_text()))
 
 
-@lru_cache(maxsize=None)
+@cache
 def live(provider: str) -> KernelTable | None:
     """The installed onnxruntime's own table for `provider` (get_all_opkernel_def), or None."""
     try:
@@ -123,18 +137,30 @@ def live(provider: str) -> KernelTable | None:
         return None
     try:
         defs = C.get_all_opkernel_def()
-    except Exception:  # pragma: no cover - builds without schema export
+    except Exception:  # noqa: BLE001 # pragma: no cover - builds without schema export
         return None
     rows = []
     for d in defs:
         if d.provider != provider:
             continue
         start, end = d.version_range
-        rows.append({"op": d.op_name, "domain": d.domain, "since": start,
-                     "end": None if end >= 2**31 - 1 else end,
-                     "types": {n: list(v) for n, v in d.type_constraints.items()}})
+        rows.append(
+            {
+                "op": d.op_name,
+                "domain": d.domain,
+                "since": start,
+                "end": None if end >= 2**31 - 1 else end,
+                "types": {n: list(v) for n, v in d.type_constraints.items()},
+            }
+        )
     if not rows:
         return None
-    return _rows_to_table({"provider": provider, "build": f"onnxruntime {onnxruntime.__version__} (installed)",
-                           "source": {"how": "get_all_opkernel_def() of the installed build"}, "kernels": rows},
-                          live=True)
+    return _rows_to_table(
+        {
+            "provider": provider,
+            "build": f"onnxruntime {onnxruntime.__version__} (installed)",
+            "source": {"how": "get_all_opkernel_def() of the installed build"},
+            "kernels": rows,
+        },
+        live=True,
+    )

@@ -12,7 +12,7 @@ onnxruntime's ``get_all_operator_schema()``.
 
 from __future__ import annotations
 
-from functools import lru_cache
+from functools import cache, lru_cache
 
 import onnx
 import onnx.defs
@@ -34,14 +34,14 @@ def _ort_schemas() -> dict:
             if s.domain in ONNX_DOMAINS or s.domain == "ai.onnx.ml":
                 continue
             out.setdefault((s.domain, s.name), []).append(s)
-    except Exception:  # pragma: no cover
+    except Exception:  # noqa: BLE001 # pragma: no cover - builds without schema export
         pass
     for v in out.values():
         v.sort(key=lambda s: s.since_version)
     return out
 
 
-@lru_cache(maxsize=None)
+@cache
 def get_schema(op: str, domain: str, opset: int | None):
     """The schema a node of (domain, op) resolves to under `opset`, or None."""
     domain = norm_domain(domain)
@@ -49,7 +49,7 @@ def get_schema(op: str, domain: str, opset: int | None):
         return None
     try:
         return onnx.defs.get_schema(op, opset, domain)
-    except Exception:
+    except onnx.defs.SchemaError:
         pass
     best = None
     for s in _ort_schemas().get((domain, op), ()):
@@ -58,7 +58,7 @@ def get_schema(op: str, domain: str, opset: int | None):
     return best
 
 
-@lru_cache(maxsize=None)
+@cache
 def bindings(op: str, domain: str, opset: int | None):
     """((input type_strs), variadic_last_input, (output type_strs), variadic_last_output)."""
     s = get_schema(op, domain, opset)
@@ -66,8 +66,14 @@ def bindings(op: str, domain: str, opset: int | None):
         return None
     ins = tuple(p.type_str for p in s.inputs)
     outs = tuple(p.type_str for p in s.outputs)
-    var_in = bool(s.inputs) and s.inputs[-1].option == onnx.defs.OpSchema.FormalParameterOption.Variadic
-    var_out = bool(s.outputs) and s.outputs[-1].option == onnx.defs.OpSchema.FormalParameterOption.Variadic
+    var_in = (
+        bool(s.inputs)
+        and s.inputs[-1].option == onnx.defs.OpSchema.FormalParameterOption.Variadic
+    )
+    var_out = (
+        bool(s.outputs)
+        and s.outputs[-1].option == onnx.defs.OpSchema.FormalParameterOption.Variadic
+    )
     return ins, var_in, outs, var_out
 
 
@@ -77,9 +83,11 @@ def type_resolver(node_inputs, node_outputs, bind, value_type):
     Mirrors kernel_registry.cc MatchKernelDefTypes: formal inputs first, then outputs; the first
     *present* argument decides; a variadic formal parameter is checked by its first actual arg.
     """
-    ins, var_in, outs, var_out = bind
+    ins, _, outs, _ = bind
 
-    def actual(names, i):  # a variadic last formal is checked by its first actual argument
+    def actual(
+        names, i
+    ):  # a variadic last formal is checked by its first actual argument
         return names[i] if i < len(names) else ""
 
     def resolve(constraint: str):
@@ -95,10 +103,12 @@ def type_resolver(node_inputs, node_outputs, bind, value_type):
     return resolve
 
 
-@lru_cache(maxsize=None)
+@cache
 def allowed_types(op: str, domain: str, opset: int | None) -> dict:
     """Schema type constraints: name -> frozenset of allowed type strings."""
     s = get_schema(op, domain, opset)
     if s is None:
         return {}
-    return {c.type_param_str: frozenset(c.allowed_type_strs) for c in s.type_constraints}
+    return {
+        c.type_param_str: frozenset(c.allowed_type_strs) for c in s.type_constraints
+    }

@@ -9,13 +9,14 @@ creation ("Could not find an implementation for ...").
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Mapping
 
 import onnx
 
 from .._domain import DOMAIN
 from . import dml_rules, kernels, schemas
+from .value_types import opsets_of, type_string
 
 CPU = "CPUExecutionProvider"
 DML = "DmlExecutionProvider"
@@ -25,52 +26,6 @@ WEBGPU = "WebGpuExecutionProvider"
 #: Domains whose ops are Python custom ops (onnxruntime-extensions): always on the CPU EP.
 CUSTOM_OP_DOMAINS = frozenset({DOMAIN, "ai.onnx.contrib"})
 
-def type_string(t) -> str | None:
-    """Normalize a value type: 'tensor(float)', an onnx.TypeProto, a TensorProto elem type int."""
-    if t is None or isinstance(t, str):
-        return t
-    if isinstance(t, int):
-        return _elem_str(t)
-    if isinstance(t, onnx.TypeProto):
-        which = t.WhichOneof("value")
-        if which == "tensor_type":
-            return _elem_str(t.tensor_type.elem_type)
-        if which == "sequence_type":
-            inner = type_string(t.sequence_type.elem_type)
-            return f"seq({inner})" if inner else "seq(?)"
-        if which == "optional_type":
-            inner = type_string(t.optional_type.elem_type)
-            return f"optional({inner})" if inner else "optional(?)"
-        if which == "sparse_tensor_type":
-            return "sparse_tensor"
-        return None
-    raise TypeError(f"cannot read a value type from {type(t).__name__}")
-
-
-def _elem_str(e: int) -> str | None:
-    return _ELEM_NAMES.get(e) if e else None
-
-
-_ELEM_NAMES = {
-    1: "tensor(float)", 2: "tensor(uint8)", 3: "tensor(int8)", 4: "tensor(uint16)", 5: "tensor(int16)",
-    6: "tensor(int32)", 7: "tensor(int64)", 8: "tensor(string)", 9: "tensor(bool)", 10: "tensor(float16)",
-    11: "tensor(double)", 12: "tensor(uint32)", 13: "tensor(uint64)", 14: "tensor(complex64)",
-    15: "tensor(complex128)", 16: "tensor(bfloat16)", 17: "tensor(float8e4m3fn)", 18: "tensor(float8e4m3fnuz)",
-    19: "tensor(float8e5m2)", 20: "tensor(float8e5m2fnuz)", 21: "tensor(uint4)", 22: "tensor(int4)",
-    23: "tensor(float4e2m1)",
-}
-
-
-def opsets_of(opset) -> dict:
-    """domain -> version, from an int (ai.onnx), a mapping, a ModelProto or its opset_import."""
-    if isinstance(opset, int):
-        return {"": opset}
-    if isinstance(opset, onnx.ModelProto):
-        opset = opset.opset_import
-    if isinstance(opset, Mapping):
-        return {schemas.norm_domain(d): int(v) for d, v in opset.items()}
-    return {schemas.norm_domain(o.domain): int(o.version) for o in opset}
-
 
 @dataclass(frozen=True)
 class Decision:
@@ -79,24 +34,41 @@ class Decision:
     provider: str | None
     reason: str
     since_version: int | None
-    kernel: kernels.Kernel | None = None  # the kernel that runs it (None: custom op / none)
+    kernel: kernels.Kernel | None = (
+        None  # the kernel that runs it (None: custom op / none)
+    )
     on_target: bool = False
-    via_casts: bool = False  # float16 node run by the CPU EP's float kernel through inserted Casts
-    target_lookup: bool = False  # the target EP's LookUpKernel found a kernel (fallback_cpu_capability)
+    via_casts: bool = (
+        False  # float16 node run by the CPU EP's float kernel through inserted Casts
+    )
+    target_lookup: bool = (
+        False  # the target EP's LookUpKernel found a kernel (fallback_cpu_capability)
+    )
     target_kernel: kernels.Kernel | None = None
     # Placed, but the kernel refuses these inputs when it runs (the session opens, run() fails).
     fails_at_run: str | None = None
 
-    def __iter__(self):  # `provider, reason = target.placement(...)` also works on a Decision
+    def __iter__(
+        self,
+    ):  # `provider, reason = target.placement(...)` also works on a Decision
         return iter((self.provider, self.reason))
 
 
 class Target:
     """A capability model of one ONNX Runtime execution provider (with the CPU EP behind it)."""
 
-    def __init__(self, name: str, provider: str, table: kernels.KernelTable | None,
-                 cpu_table: kernels.KernelTable, *, device_unsupported=frozenset(), max_io_width: int | None = None,
-                 cost_facts: Mapping | None = None, cpu_preferred: bool = True):
+    def __init__(
+        self,
+        name: str,
+        provider: str,
+        table: kernels.KernelTable | None,
+        cpu_table: kernels.KernelTable,
+        *,
+        device_unsupported=frozenset(),
+        max_io_width: int | None = None,
+        cost_facts: Mapping | None = None,
+        cpu_preferred: bool = True,
+    ):
         self.name = name
         #: does the EP's GetCapability move shape-computing nodes to the CPU (GetCpuPreferredNodes,
         #: fallback_cpu_capability.cc)? The in-tree GPU EPs do; the WebGPU *plugin* does not (measured)
@@ -120,7 +92,9 @@ class Target:
         return self.provider != CPU
 
     # -- public API ------------------------------------------------------------------------
-    def placement(self, node: onnx.NodeProto, opset, value_types: Mapping | None = None) -> tuple:
+    def placement(
+        self, node: onnx.NodeProto, opset, value_types: Mapping | None = None
+    ) -> tuple:
         """(provider, reason) for `node` under the model's opset imports `opset`.
 
         `value_types`: value name -> type ('tensor(float)', TypeProto or elem-type int) for the
@@ -133,9 +107,16 @@ class Target:
         """True when the target EP itself takes the node (kernel + types + support queries)."""
         return self.explain(node, opset, value_types).on_target
 
-    def explain(self, node: onnx.NodeProto, opset, value_types: Mapping | None = None) -> Decision:
-        opsets = opset if isinstance(opset, dict) and all(isinstance(k, str) for k in opset) \
-            and "" in opset else opsets_of(opset)
+    def explain(
+        self, node: onnx.NodeProto, opset, value_types: Mapping | None = None
+    ) -> Decision:
+        opsets = (
+            opset
+            if isinstance(opset, dict)
+            and all(isinstance(k, str) for k in opset)
+            and "" in opset
+            else opsets_of(opset)
+        )
         vt = value_types or {}
 
         def value_type(name):
@@ -148,27 +129,49 @@ class Target:
         domain = schemas.norm_domain(node.domain)
         op = node.op_type
         if domain in CUSTOM_OP_DOMAINS:
-            return Decision(CPU, f"custom op (domain '{domain}'): Python custom ops run on the CPU EP",
-                            opsets.get(domain), None)
-        known = (self.table is not None and domain in self.table.domains) or domain in self.cpu_table.domains
+            return Decision(
+                CPU,
+                f"custom op (domain '{domain}'): Python custom ops run on the CPU EP",
+                opsets.get(domain),
+                None,
+            )
+        known = (
+            self.table is not None and domain in self.table.domains
+        ) or domain in self.cpu_table.domains
         if not known:
-            return Decision(CPU, f"custom op (domain '{domain}'): no EP registers kernels for this domain; "
-                                 "a registered custom op runs on the CPU EP", opsets.get(domain), None)
+            return Decision(
+                CPU,
+                f"custom op (domain '{domain}'): no EP registers kernels for this domain; "
+                "a registered custom op runs on the CPU EP",
+                opsets.get(domain),
+                None,
+            )
         opset = opsets.get(domain)
         if opset is None:
-            return Decision(None, f"no kernel: the model imports no opset for domain '{domain or 'ai.onnx'}'",
-                            None)
+            return Decision(
+                None,
+                f"no kernel: the model imports no opset for domain '{domain or 'ai.onnx'}'",
+                None,
+            )
         schema = schemas.get_schema(op, domain, opset)
         if schema is None:
-            return Decision(None, f"no kernel: no schema for {op} in {domain or 'ai.onnx'} opset {opset}", None)
+            return Decision(
+                None,
+                f"no kernel: no schema for {op} in {domain or 'ai.onnx'} opset {opset}",
+                None,
+            )
         since = schema.since_version
         bind = schemas.bindings(op, domain, opset)
         resolve = schemas.type_resolver(node.input, node.output, bind, value_type)
         for cname, allowed in schemas.allowed_types(op, domain, opset).items():
             t = resolve(cname)
             if t is not None and allowed and t not in allowed:
-                return Decision(None, f"invalid model: {op}-{since} does not allow {cname}={t} "
-                                      "(ONNX Runtime rejects the model at load)", since)
+                return Decision(
+                    None,
+                    f"invalid model: {op}-{since} does not allow {cname}={t} "
+                    "(ONNX Runtime rejects the model at load)",
+                    since,
+                )
 
         why_off = None
         tk = None
@@ -183,43 +186,84 @@ class Target:
             elif "attrs_on_target" in tk.extra:
                 why_off = _recorded_attrs_check(node, tk)
             if why_off is None:
-                fails = _dml_kernel_creation_failure(node) if self.provider == DML else None
-                reason = f"{_short(self.provider)} kernel {op}({tk.version_text()})" + (f"; {fails}" if fails else "")
-                return Decision(self.provider, reason, since, tk, on_target=True, target_lookup=True,
-                                target_kernel=tk, fails_at_run=fails)
+                fails = (
+                    _dml_kernel_creation_failure(node) if self.provider == DML else None
+                )
+                reason = f"{_short(self.provider)} kernel {op}({tk.version_text()})" + (
+                    f"; {fails}" if fails else ""
+                )
+                return Decision(
+                    self.provider,
+                    reason,
+                    since,
+                    tk,
+                    on_target=True,
+                    target_lookup=True,
+                    target_kernel=tk,
+                    fails_at_run=fails,
+                )
         ck, miss = self.cpu_table.find(op, domain, since, resolve)
         if ck is not None:
             reason = why_off or f"CPU kernel {op}({ck.version_text()})"
             refusal = _cpu_run_refusal(node, op, resolve)
             if refusal:
                 reason = f"{reason}; {refusal}"
-            return Decision(CPU, reason, since, ck, on_target=self.table is None, target_lookup=lookup,
-                            target_kernel=tk, fails_at_run=refusal)
+            return Decision(
+                CPU,
+                reason,
+                since,
+                ck,
+                on_target=self.table is None,
+                target_lookup=lookup,
+                target_kernel=tk,
+                fails_at_run=refusal,
+            )
         # insert_cast_transformer.cc: float16 args of a node without a float16 kernel are cast to float
         if self._has_fp16(node, value_type):
+
             def as_float(name, _r=resolve):
                 t = _r(name)
                 return "tensor(float)" if t == "tensor(float16)" else t
+
             ck2, _ = self.cpu_table.find(op, domain, since, as_float)
             if ck2 is not None:
                 pre = f"{why_off}; " if why_off else ""
-                return Decision(CPU, f"{pre}CPU EP runs it as float through inserted float16<->float Casts",
-                                since, ck2, on_target=self.table is None, via_casts=True, target_lookup=lookup,
-                                target_kernel=tk)
+                return Decision(
+                    CPU,
+                    f"{pre}CPU EP runs it as float through inserted float16<->float Casts",
+                    since,
+                    ck2,
+                    on_target=self.table is None,
+                    via_casts=True,
+                    target_lookup=lookup,
+                    target_kernel=tk,
+                )
         cpu_why = self._miss_text(self.cpu_table, op, domain, since, miss)
         pre = f"{why_off}; " if why_off else ""
-        return Decision(None, f"no kernel: {pre}{cpu_why} (session creation fails)", since, None,
-                        target_lookup=lookup, target_kernel=tk)
+        return Decision(
+            None,
+            f"no kernel: {pre}{cpu_why} (session creation fails)",
+            since,
+            None,
+            target_lookup=lookup,
+            target_kernel=tk,
+        )
 
     def _dml_checks(self, node, k, value_type):
         q = dml_rules.support_query(k.query, node)
         if q:
             return f"support query: {q}"
-        return dml_rules.unsupported_data_type(node, k, value_type, self.device_unsupported)
+        return dml_rules.unsupported_data_type(
+            node, k, value_type, self.device_unsupported
+        )
 
     @staticmethod
     def _has_fp16(node, value_type) -> bool:
-        return any(value_type(n) == "tensor(float16)" for n in list(node.input) + list(node.output) if n)
+        return any(
+            value_type(n) == "tensor(float16)"
+            for n in list(node.input) + list(node.output)
+            if n
+        )
 
     @staticmethod
     def _miss_text(table, op, domain, since, miss) -> str:
@@ -228,27 +272,43 @@ class Target:
         if miss == "no_op":
             return f"{who} has no kernel for {name}"
         if miss == "no_version":
-            regs = ", ".join(k.version_text() for k in sorted(table.kernels(op, domain), key=lambda k: k.since))
-            return (f"no {who} kernel for {name} at since-version {since} (registered: {regs}; "
-                    "a kernel without end version matches only its own since-version)")
+            regs = ", ".join(
+                k.version_text()
+                for k in sorted(table.kernels(op, domain), key=lambda k: k.since)
+            )
+            return (
+                f"no {who} kernel for {name} at since-version {since} (registered: {regs}; "
+                "a kernel without end version matches only its own since-version)"
+            )
         k, (cname, t) = miss
         # a recorded table (webgpu) holds one row per type binding: name every type taken
-        types = set().union(*((kk.types or {}).get(cname, ()) for kk in table.kernels(op, domain)
-                              if kk.matches_version(since)))
-        allowed = ", ".join(sorted(x[7:-1] if x.startswith("tensor(") else x for x in types))
+        types = set().union(
+            *(
+                (kk.types or {}).get(cname, ())
+                for kk in table.kernels(op, domain)
+                if kk.matches_version(since)
+            )
+        )
+        allowed = ", ".join(
+            sorted(x[7:-1] if x.startswith("tensor(") else x for x in types)
+        )
         return f"type not supported: {who} {name}({k.version_text()}) takes {cname} in {{{allowed}}}, node has {t}"
 
 
 def _short(provider: str) -> str:
-    return {DML: "DML", CUDA: "CUDA", CPU: "CPU", WEBGPU: "WebGPU"}.get(provider, provider)
+    return {DML: "DML", CUDA: "CUDA", CPU: "CPU", WEBGPU: "WebGPU"}.get(
+        provider, provider
+    )
 
 
 def _recorded_attrs_check(node, k) -> str | None:
-    """A recorded kernel the EP took only with some attribute values (webgpu_record.py):
+    """A recorded kernel the EP took only with some attribute values (tools/webgpu_lane/record.py):
     the node's values of the recorded attributes must be one of the combinations taken."""
     attrs = {a.name: onnx.helper.get_attribute_value(a) for a in node.attribute}
     attrs = {n: v.decode() if isinstance(v, bytes) else v for n, v in attrs.items()}
-    names = {n for allowed in k.extra["attrs_on_target"] for n in allowed} | set(_ATTR_DEFAULTS)
+    names = {n for allowed in k.extra["attrs_on_target"] for n in allowed} | set(
+        _ATTR_DEFAULTS
+    )
     have = {n: attrs.get(n, _ATTR_DEFAULTS.get(n)) for n in names}
     for allowed in k.extra["attrs_on_target"]:
         if all(have[n] == allowed.get(n, _ATTR_DEFAULTS.get(n)) for n in names):
@@ -269,8 +329,10 @@ def _dml_kernel_creation_failure(node) -> str | None:
     if node.op_type == "Reshape" and node.domain in ("", "ai.onnx"):
         for a in node.attribute:
             if a.name == "allowzero" and a.i == 1:
-                return ("the DML EP fails to create this kernel (Reshape allowzero=1): the session or its "
-                        "first run fails; convert --target dml drops the attribute")
+                return (
+                    "the DML EP fails to create this kernel (Reshape allowzero=1): the session or its "
+                    "first run fails; convert --target dml drops the attribute"
+                )
     return None
 
 
@@ -280,8 +342,17 @@ def _cpu_run_refusal(node, op, resolve) -> str | None:
     onnxruntime 1.31.1, which also crashes on it from about 1e6 elements."""
     if op != "ScatterElements":
         return None
-    reduction = next((onnx.helper.get_attribute_value(a) for a in node.attribute if a.name == "reduction"), b"none")
+    reduction = next(
+        (
+            onnx.helper.get_attribute_value(a)
+            for a in node.attribute
+            if a.name == "reduction"
+        ),
+        b"none",
+    )
     reduction = reduction.decode() if isinstance(reduction, bytes) else reduction
     if reduction in ("add", "mul") and resolve("T") == "tensor(float16)":
-        return f"the CPU kernel refuses float16 with reduction '{reduction}' when it runs"
+        return (
+            f"the CPU kernel refuses float16 with reduction '{reduction}' when it runs"
+        )
     return None

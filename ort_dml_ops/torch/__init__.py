@@ -24,7 +24,7 @@ onnxscript: `pip install 'ort-dml-ops[torch]'`; `import ort_dml_ops` never impor
 from __future__ import annotations
 
 from .._domain import DOMAIN, DOMAIN_VERSION
-from ..schemas import registered as onnx_schemas
+from ..domain_schemas import registered as onnx_schemas
 
 #: `torch.onnx.export(..., dynamo=False, custom_opsets=...)`: the domain at its version
 TORCHSCRIPT_CUSTOM_OPSETS = {DOMAIN: DOMAIN_VERSION}

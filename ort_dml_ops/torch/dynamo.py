@@ -14,7 +14,7 @@ import torch
 from onnxscript import opset18
 
 from .._domain import DOMAIN, DOMAIN_VERSION
-from ..schemas import op_schema
+from ..domain_schemas import op_schema
 from . import _semantics
 
 _DOMAIN_OPSET = onnxscript.values.Opset(DOMAIN, DOMAIN_VERSION)

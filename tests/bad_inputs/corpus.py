@@ -26,32 +26,63 @@ def _save(model: onnx.ModelProto, path: Path) -> Path:
 
 def _model(nodes, inputs, outputs, inits=(), *, opset=17, domain_import=False, ir=10):
     graph = helper.make_graph(nodes, "bad", inputs, outputs, list(inits))
-    imports = [helper.make_opsetid("", opset)] + ([helper.make_opsetid(DOMAIN, 1)] if domain_import else [])
+    imports = [helper.make_opsetid("", opset)] + (
+        [helper.make_opsetid(DOMAIN, 1)] if domain_import else []
+    )
     return helper.make_model(graph, opset_imports=imports, ir_version=ir)
 
 
-def cumsum_model(*, axis_init=None, axis_type=TensorProto.INT64, axis_shape=(), domain="", op="CumSum"):
+def cumsum_model(
+    *,
+    axis_init=None,
+    axis_type=TensorProto.INT64,
+    axis_shape=(),
+    domain="",
+    op="CumSum",
+):
     """x [N, 4] float32 -> op(x, axis) -> y; axis an input unless `axis_init` (an array) is given."""
     x = helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 4])
     y = helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", 4])
     inputs, inits = [x], []
     if axis_init is None:
-        inputs.append(helper.make_tensor_value_info("axis", axis_type, list(axis_shape)))
+        inputs.append(
+            helper.make_tensor_value_info("axis", axis_type, list(axis_shape))
+        )
     else:
         inits.append(numpy_helper.from_array(np.asarray(axis_init), "axis"))
     node = helper.make_node(op, ["x", "axis"], ["y"], domain=domain, name="scan")
     return _model([node], inputs, [y], inits, domain_import=bool(domain))
 
 
-def scatter_model(*, domain="", dshape=(4, 5), ishape=(2, 5), ushape=None, axis=0, reduction="add", opset=18):
+def scatter_model(
+    *,
+    domain="",
+    dshape=(4, 5),
+    ishape=(2, 5),
+    ushape=None,
+    axis=0,
+    reduction="add",
+    opset=18,
+):
     ushape = ishape if ushape is None else ushape
-    inputs = [helper.make_tensor_value_info("data", TensorProto.FLOAT, list(dshape)),
-              helper.make_tensor_value_info("indices", TensorProto.INT64, list(ishape)),
-              helper.make_tensor_value_info("updates", TensorProto.FLOAT, list(ushape))]
+    inputs = [
+        helper.make_tensor_value_info("data", TensorProto.FLOAT, list(dshape)),
+        helper.make_tensor_value_info("indices", TensorProto.INT64, list(ishape)),
+        helper.make_tensor_value_info("updates", TensorProto.FLOAT, list(ushape)),
+    ]
     y = helper.make_tensor_value_info("y", TensorProto.FLOAT, list(dshape))
-    node = helper.make_node("ScatterElements", ["data", "indices", "updates"], ["y"], domain=domain, name="scatter",
-                            axis=axis, reduction=reduction)
-    return _model([node], inputs, [y], opset=17 if domain else opset, domain_import=bool(domain))
+    node = helper.make_node(
+        "ScatterElements",
+        ["data", "indices", "updates"],
+        ["y"],
+        domain=domain,
+        name="scatter",
+        axis=axis,
+        reduction=reduction,
+    )
+    return _model(
+        [node], inputs, [y], opset=17 if domain else opset, domain_import=bool(domain)
+    )
 
 
 def good_model() -> onnx.ModelProto:
@@ -113,7 +144,9 @@ def unknown_op(d):
 def unknown_domain_op(d):
     x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [2])
     y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [2])
-    node = helper.make_node("Frobnicate", ["x"], ["y"], name="mystery", domain="com.example")
+    node = helper.make_node(
+        "Frobnicate", ["x"], ["y"], name="mystery", domain="com.example"
+    )
     m = _model([node], [x], [y])
     m.opset_import.append(helper.make_opsetid("com.example", 1))
     return {"model": _save(m, d / "unknown_domain.onnx")}
@@ -141,7 +174,9 @@ def external_outside_folder(d):
 
 
 def external_absolute_path(d):
-    return _with_external(d, str((d / "abs_secret.bin").resolve()), write_file=d / "abs_secret.bin")
+    return _with_external(
+        d, str((d / "abs_secret.bin").resolve()), write_file=d / "abs_secret.bin"
+    )
 
 
 def external_missing_file(d):
@@ -160,55 +195,93 @@ def _npy(d, name, arr):
 
 def axis_out_of_range_native(d):
     """ONNX CumSum, axis 5 fed at run time for a rank-2 input."""
-    return {"model": _save(cumsum_model(), d / "cumsum.onnx"),
-            "x": _npy(d, "x", np.ones((3, 4), np.float32)), "axis": _npy(d, "axis", np.array(5, np.int64))}
+    return {
+        "model": _save(cumsum_model(), d / "cumsum.onnx"),
+        "x": _npy(d, "x", np.ones((3, 4), np.float32)),
+        "axis": _npy(d, "axis", np.array(5, np.int64)),
+    }
 
 
 def axis_out_of_range_fallback(d):
     """DOMAIN::CumProd (Python fallback), axis 5 fed at run time for a rank-2 input."""
-    return {"model": _save(cumsum_model(domain=DOMAIN, op="CumProd"), d / "cumprod.onnx"),
-            "x": _npy(d, "x", np.ones((3, 4), np.float32)), "axis": _npy(d, "axis", np.array(5, np.int64))}
+    return {
+        "model": _save(cumsum_model(domain=DOMAIN, op="CumProd"), d / "cumprod.onnx"),
+        "x": _npy(d, "x", np.ones((3, 4), np.float32)),
+        "axis": _npy(d, "axis", np.array(5, np.int64)),
+    }
 
 
 def axis_out_of_range_constant(d):
     """DOMAIN::CumProd with a constant axis 7 (rank 2): convert, inspect and run."""
-    return {"model": _save(cumsum_model(axis_init=np.array(7, np.int64), domain=DOMAIN, op="CumProd"), d / "axis7.onnx"),
-            "x": _npy(d, "x", np.ones((3, 4), np.float32))}
+    return {
+        "model": _save(
+            cumsum_model(axis_init=np.array(7, np.int64), domain=DOMAIN, op="CumProd"),
+            d / "axis7.onnx",
+        ),
+        "x": _npy(d, "x", np.ones((3, 4), np.float32)),
+    }
 
 
 def axis_not_scalar(d):
     """DOMAIN::CumProd fed axis [0, 1] (two elements) at run time."""
-    return {"model": _save(cumsum_model(domain=DOMAIN, op="CumProd", axis_shape=(2,)), d / "axis2.onnx"),
-            "x": _npy(d, "x", np.ones((3, 4), np.float32)), "axis": _npy(d, "axis", np.array([0, 1], np.int64))}
+    return {
+        "model": _save(
+            cumsum_model(domain=DOMAIN, op="CumProd", axis_shape=(2,)), d / "axis2.onnx"
+        ),
+        "x": _npy(d, "x", np.ones((3, 4), np.float32)),
+        "axis": _npy(d, "axis", np.array([0, 1], np.int64)),
+    }
 
 
 def axis_not_integer(d):
     """ONNX CumSum whose axis is a float tensor: the model breaks CumSum's type constraint."""
-    return {"model": _save(cumsum_model(axis_init=np.array(1.0, np.float32)), d / "axis_float.onnx"),
-            "x": _npy(d, "x", np.ones((3, 4), np.float32))}
+    return {
+        "model": _save(
+            cumsum_model(axis_init=np.array(1.0, np.float32)), d / "axis_float.onnx"
+        ),
+        "x": _npy(d, "x", np.ones((3, 4), np.float32)),
+    }
 
 
 def axis_not_integer_fallback(d):
     """DOMAIN::CumProd whose axis is a float graph input."""
-    return {"model": _save(cumsum_model(domain=DOMAIN, op="CumProd", axis_type=TensorProto.FLOAT), d / "axis_ffb.onnx"),
-            "x": _npy(d, "x", np.ones((3, 4), np.float32)), "axis": _npy(d, "axis", np.array(1.0, np.float32))}
+    return {
+        "model": _save(
+            cumsum_model(domain=DOMAIN, op="CumProd", axis_type=TensorProto.FLOAT),
+            d / "axis_ffb.onnx",
+        ),
+        "x": _npy(d, "x", np.ones((3, 4), np.float32)),
+        "axis": _npy(d, "axis", np.array(1.0, np.float32)),
+    }
 
 
 def _scatter_feeds(d, indices, ushape=None):
     data = np.zeros((4, 5), np.float32)
     updates = np.ones(ushape or indices.shape, np.float32)
-    return {"data": _npy(d, "data", data), "indices": _npy(d, "indices", indices), "updates": _npy(d, "updates", updates)}
+    return {
+        "data": _npy(d, "data", data),
+        "indices": _npy(d, "indices", indices),
+        "updates": _npy(d, "updates", updates),
+    }
 
 
-BAD_INDICES = np.array([[0, 1, 2, 3, -4], [9, 0, 0, 0, 0]], np.int64)  # 9 is outside [-4, 3]
+BAD_INDICES = np.array(
+    [[0, 1, 2, 3, -4], [9, 0, 0, 0, 0]], np.int64
+)  # 9 is outside [-4, 3]
 
 
 def indices_out_of_range_fallback(d):
-    return {"model": _save(scatter_model(domain=DOMAIN), d / "scatter_fb.onnx"), **_scatter_feeds(d, BAD_INDICES)}
+    return {
+        "model": _save(scatter_model(domain=DOMAIN), d / "scatter_fb.onnx"),
+        **_scatter_feeds(d, BAD_INDICES),
+    }
 
 
 def indices_out_of_range_native(d):
-    return {"model": _save(scatter_model(), d / "scatter.onnx"), **_scatter_feeds(d, BAD_INDICES)}
+    return {
+        "model": _save(scatter_model(), d / "scatter.onnx"),
+        **_scatter_feeds(d, BAD_INDICES),
+    }
 
 
 def indices_out_of_range_lowered_checked(d):
@@ -217,18 +290,29 @@ def indices_out_of_range_lowered_checked(d):
 
     src = _save(scatter_model(), d / "scatter.onnx")
     low = convert(src, "dml", strategy="lower", check_indices=True).model
-    return {"model": _save(low, d / "scatter_lowered_checked.onnx"), **_scatter_feeds(d, BAD_INDICES)}
+    return {
+        "model": _save(low, d / "scatter_lowered_checked.onnx"),
+        **_scatter_feeds(d, BAD_INDICES),
+    }
 
 
 def shapes_mismatch_fallback(d):
     """indices [2, 5] but updates [2, 3] (DOMAIN::ScatterElements, dynamic shapes)."""
-    m = scatter_model(domain=DOMAIN, dshape=("A", "B"), ishape=("I", "J"), ushape=("U", "V"))
-    return {"model": _save(m, d / "mismatch_fb.onnx"), **_scatter_feeds(d, BAD_INDICES, (2, 3))}
+    m = scatter_model(
+        domain=DOMAIN, dshape=("A", "B"), ishape=("I", "J"), ushape=("U", "V")
+    )
+    return {
+        "model": _save(m, d / "mismatch_fb.onnx"),
+        **_scatter_feeds(d, BAD_INDICES, (2, 3)),
+    }
 
 
 def shapes_mismatch_native(d):
     m = scatter_model(dshape=("A", "B"), ishape=("I", "J"), ushape=("U", "V"))
-    return {"model": _save(m, d / "mismatch.onnx"), **_scatter_feeds(d, BAD_INDICES, (2, 3))}
+    return {
+        "model": _save(m, d / "mismatch.onnx"),
+        **_scatter_feeds(d, BAD_INDICES, (2, 3)),
+    }
 
 
 def shapes_mismatch_static(d):
@@ -241,7 +325,10 @@ def scatter_axis_out_of_range(d):
 
 
 def good(d):
-    return {"model": _save(good_model(), d / "model.onnx"), "x": _npy(d, "x", np.ones((3, 4), np.float32))}
+    return {
+        "model": _save(good_model(), d / "model.onnx"),
+        "x": _npy(d, "x", np.ones((3, 4), np.float32)),
+    }
 
 
 def output_parent_is_file(d):
@@ -301,20 +388,31 @@ def input_npy_garbage(d):
 
 
 def input_wrong_dtype(d):
-    return {"model": _save(good_model(), d / "model.onnx"), "x": _npy(d, "x", np.ones((3, 4), np.float64))}
+    return {
+        "model": _save(good_model(), d / "model.onnx"),
+        "x": _npy(d, "x", np.ones((3, 4), np.float64)),
+    }
 
 
 def input_wrong_rank(d):
-    return {"model": _save(good_model(), d / "model.onnx"), "x": _npy(d, "x", np.ones((3, 4, 2), np.float32))}
+    return {
+        "model": _save(good_model(), d / "model.onnx"),
+        "x": _npy(d, "x", np.ones((3, 4, 2), np.float32)),
+    }
 
 
 def output_dir_missing(d):
     return {**good(d), "out_dir": d / "missing_out_dir"}
 
 
-BUILDERS = {name: fn for name, fn in globals().items()
-            if callable(fn) and getattr(fn, "__module__", None) == __name__ and not name.startswith("_")
-            and name not in ("cumsum_model", "scatter_model", "good_model", "good")}
+BUILDERS = {
+    name: fn
+    for name, fn in globals().items()
+    if callable(fn)
+    and getattr(fn, "__module__", None) == __name__
+    and not name.startswith("_")
+    and name not in ("cumsum_model", "scatter_model", "good_model", "good")
+}
 
 
 def main(argv=None) -> int:

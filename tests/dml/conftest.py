@@ -1,7 +1,7 @@
 """DML lane tests: run on the real DirectML EP (onnxruntime-directml under Wine).
 
 Skipped, with the reason, when the lane is not set up (`make dml-lane`). Each test module lists
-its cases in `LANE_CASES` (a list of ort_dml_ops.lane.Case); the module-scoped `lane_results`
+its cases in `LANE_CASES` (a list of dml_lane.driver.Case); the module-scoped `lane_results`
 fixture runs them all in ONE `run_cases` call (Wine start-up is slow), then each parametrized
 test asserts on its own case's result. DML_FULL=1 widens the corpus (see test_corpus.py).
 """
@@ -9,11 +9,19 @@ test asserts on its own case's result. DML_FULL=1 widens the corpus (see test_co
 from __future__ import annotations
 
 import os
+import sys
 import time
+from pathlib import Path
 
 import pytest
 
-from ort_dml_ops.lane import lane_available, run_cases
+# The lane's driver and corpus live in tools/dml_lane/ (not in the installed package). The tests
+# run the checkout's driver, also through `ort-dml-ops check`, not the copy installed in the lane.
+_TOOLS = Path(__file__).resolve().parents[2] / "tools"
+sys.path.insert(0, str(_TOOLS))
+os.environ.setdefault("DML_LANE_DRIVER", str(_TOOLS / "dml_lane"))
+
+from dml_lane.driver import lane_available, run_cases
 
 _TIMINGS: list[tuple[str, int, float]] = []
 
@@ -46,4 +54,6 @@ def pytest_terminal_summary(terminalreporter):
     if _TIMINGS:
         terminalreporter.write_sep("-", "DML lane batches")
         for mod, n, secs in _TIMINGS:
-            terminalreporter.write_line(f"{mod}: {n} cases on the real DML EP in {secs:.1f}s")
+            terminalreporter.write_line(
+                f"{mod}: {n} cases on the real DML EP in {secs:.1f}s"
+            )

@@ -9,8 +9,8 @@ import onnx
 import onnx.helper as oh
 import pytest
 
+from dml_lane.driver import lane_available
 from ort_dml_ops.cli import main
-from ort_dml_ops.lane import lane_available
 
 
 @pytest.fixture()

@@ -16,9 +16,9 @@ import numpy as np
 import pytest
 from onnx import helper, numpy_helper
 
+from dml_lane.driver import CPU, DML, Case
 from ort_dml_ops import DOMAIN
 from ort_dml_ops.conversion import convert
-from ort_dml_ops.lane import CPU, DML, Case
 from tests.support import np_scatter_elements
 
 pytestmark = pytest.mark.dml
@@ -28,11 +28,33 @@ pytestmark = pytest.mark.dml
 
 def single_op(op, inputs, attrs=None, *, opset=17, domain="", inits=None):
     inits = inits or {}
-    vis = [helper.make_tensor_value_info(n, helper.np_dtype_to_tensor_dtype(np.dtype(dt)), s) for n, dt, s in inputs]
-    y = helper.make_tensor_value_info("y", helper.np_dtype_to_tensor_dtype(np.dtype(inputs[0][1])), inputs[0][2])
-    node = helper.make_node(op, [n for n, _, _ in inputs] + list(inits), ["y"], domain=domain, name=f"the_{op}", **(attrs or {}))
-    imports = [helper.make_opsetid("", opset)] + ([helper.make_opsetid(DOMAIN, 1)] if domain == DOMAIN else [])
-    g = helper.make_graph([node], "g", vis, [y], [numpy_helper.from_array(np.asarray(v), k) for k, v in inits.items()])
+    vis = [
+        helper.make_tensor_value_info(
+            n, helper.np_dtype_to_tensor_dtype(np.dtype(dt)), s
+        )
+        for n, dt, s in inputs
+    ]
+    y = helper.make_tensor_value_info(
+        "y", helper.np_dtype_to_tensor_dtype(np.dtype(inputs[0][1])), inputs[0][2]
+    )
+    node = helper.make_node(
+        op,
+        [n for n, _, _ in inputs] + list(inits),
+        ["y"],
+        domain=domain,
+        name=f"the_{op}",
+        **(attrs or {}),
+    )
+    imports = [helper.make_opsetid("", opset)] + (
+        [helper.make_opsetid(DOMAIN, 1)] if domain == DOMAIN else []
+    )
+    g = helper.make_graph(
+        [node],
+        "g",
+        vis,
+        [y],
+        [numpy_helper.from_array(np.asarray(v), k) for k, v in inits.items()],
+    )
     return helper.make_model(g, opset_imports=imports, ir_version=10)
 
 
@@ -48,23 +70,51 @@ def ref_cumprod(x, axis, exclusive=0, reverse=0):
 
 def _cumprod(name, shape, attrs, axis, opset=17, onnx_op=False, seed=0):
     x = np.random.default_rng(seed).uniform(0.8, 1.2, shape).astype(np.float32)
-    m = single_op("CumProd", [("x", np.float32, shape)], attrs, domain="" if onnx_op else DOMAIN, opset=opset,
-                  inits={"axis": np.array(axis, np.int64)})
-    return name, m, {"x": x}, ref_cumprod(x, axis % len(shape), attrs.get("exclusive", 0), attrs.get("reverse", 0))
+    m = single_op(
+        "CumProd",
+        [("x", np.float32, shape)],
+        attrs,
+        domain="" if onnx_op else DOMAIN,
+        opset=opset,
+        inits={"axis": np.array(axis, np.int64)},
+    )
+    return (
+        name,
+        m,
+        {"x": x},
+        ref_cumprod(
+            x, axis % len(shape), attrs.get("exclusive", 0), attrs.get("reverse", 0)
+        ),
+    )
 
 
 def _scatter_elements(name, dshape, ishape, reduction, opset, unique, seed=1):
     rng = np.random.default_rng(seed)
     data = rng.normal(size=dshape).astype(np.float32)
     if unique:
-        idx = np.stack([rng.permutation(dshape[1])[:ishape[1]] for _ in range(ishape[0])]).astype(np.int64)
+        idx = np.stack(
+            [rng.permutation(dshape[1])[: ishape[1]] for _ in range(ishape[0])]
+        ).astype(np.int64)
     else:
         idx = rng.integers(-dshape[1], dshape[1], ishape).astype(np.int64)
     upd = rng.normal(size=ishape).astype(np.float32)
     attrs = {"axis": 1} | ({"reduction": reduction} if reduction != "none" else {})
-    m = single_op("ScatterElements", [("data", np.float32, dshape), ("indices", np.int64, ishape),
-                                      ("updates", np.float32, ishape)], attrs, opset=opset)
-    return name, m, {"data": data, "indices": idx, "updates": upd}, np_scatter_elements(data, idx, upd, 1, reduction)
+    m = single_op(
+        "ScatterElements",
+        [
+            ("data", np.float32, dshape),
+            ("indices", np.int64, ishape),
+            ("updates", np.float32, ishape),
+        ],
+        attrs,
+        opset=opset,
+    )
+    return (
+        name,
+        m,
+        {"data": data, "indices": idx, "updates": upd},
+        np_scatter_elements(data, idx, upd, 1, reduction),
+    )
 
 
 def _scatternd_max(name, dshape, rows, seed=2):
@@ -75,20 +125,38 @@ def _scatternd_max(name, dshape, rows, seed=2):
     want = d.copy()
     for k, r in enumerate(rows):
         want[r] = np.maximum(want[r], u[k])
-    m = single_op("ScatterND", [("data", np.float32, dshape), ("indices", np.int64, list(i.shape)),
-                                ("updates", np.float32, list(u.shape))], {"reduction": "max"}, opset=18)
+    m = single_op(
+        "ScatterND",
+        [
+            ("data", np.float32, dshape),
+            ("indices", np.int64, list(i.shape)),
+            ("updates", np.float32, list(u.shape)),
+        ],
+        {"reduction": "max"},
+        opset=18,
+    )
     return name, m, {"data": d, "indices": i, "updates": u}, want
 
 
 def _models():
     """(name, original model, feeds, numpy reference)."""
     return [
-        _cumprod("cumprod_blocked", [3, 35], {"exclusive": 1}, 1),  # 7 blocks of 5 columns, then a chain of 7
-        _cumprod("cumprod_chain_op13", [3, 5, 8], {"reverse": 1}, -1, opset=13),  # one chain
-        _cumprod("cumprod26_to_21", [3, 45], {}, 1, opset=26, onnx_op=True),  # opset 26 -> 21, blocks of 3, 3, chain of 5
-        _scatter_elements("scatter_add_op17", [5, 7], [5, 3], "add", 17, unique=False),  # duplicates
+        _cumprod(
+            "cumprod_blocked", [3, 35], {"exclusive": 1}, 1
+        ),  # 7 blocks of 5 columns, then a chain of 7
+        _cumprod(
+            "cumprod_chain_op13", [3, 5, 8], {"reverse": 1}, -1, opset=13
+        ),  # one chain
+        _cumprod(
+            "cumprod26_to_21", [3, 45], {}, 1, opset=26, onnx_op=True
+        ),  # opset 26 -> 21, blocks of 3, 3, chain of 5
+        _scatter_elements(
+            "scatter_add_op17", [5, 7], [5, 3], "add", 17, unique=False
+        ),  # duplicates
         _scatter_elements("scatter_none_op18", [5, 7], [5, 3], "none", 18, unique=True),
-        _scatter_elements("scatter_none_op18_6x8", [6, 8], [6, 5], "none", 18, unique=True),
+        _scatter_elements(
+            "scatter_none_op18_6x8", [6, 8], [6, 5], "none", 18, unique=True
+        ),
         _scatternd_max("scatternd_max_op18", [5, 3], np.array([1, 3, 1])),
         # Wine 8 lane: float32 Mul of [40, 1, 1] columns (a multiple of 4 elements, vec4 shader)
         _cumprod("cumprod_blocked_4x40", [4, 40], {"exclusive": 1}, 1),
@@ -98,45 +166,85 @@ def _models():
 
 def _cumsum_f64(name, shape, seed=5):
     x = np.random.default_rng(seed).normal(size=shape)
-    m = single_op("CumSum", [("x", np.float64, shape)], opset=17, inits={"axis": np.array(1, np.int64)})
+    m = single_op(
+        "CumSum",
+        [("x", np.float64, shape)],
+        opset=17,
+        inits={"axis": np.array(1, np.int64)},
+    )
     return name, m, {"x": x}, np.cumsum(x, axis=1)
 
 
 #: the lowerings themselves (no run-time index guard): every node on DML, no copy
-MODELS = {name: (convert(m, "dml", check_indices=False).model, feeds, want) for name, m, feeds, want in _models()}
+MODELS = {
+    name: (convert(m, "dml", check_indices=False).model, feeds, want)
+    for name, m, feeds, want in _models()
+}
 #: as convert writes them by default: lowered scatters guard their indices, which hands one flag
 #: to the host per scatter, where two scalar nodes pick the output's shape
-GUARDED = {f"{name}@guarded": (convert(m, "dml").model, feeds, want, m) for name, m, feeds, want in _models()
-           if m.graph.node[0].op_type.startswith("Scatter")}
+GUARDED = {
+    f"{name}@guarded": (convert(m, "dml").model, feeds, want, m)
+    for name, m, feeds, want in _models()
+    if m.graph.node[0].op_type.startswith("Scatter")
+}
 
 
 def _chain(op, n, size=15):
     names = ["x"] + [f"t{i}" for i in range(n - 1)] + ["y"]
     vi = [helper.make_tensor_value_info(v, 1, [size]) for v in ("x", "y")]
-    nodes = [helper.make_node(op, [names[i]], [names[i + 1]], name=f"{op.lower()}{i}") for i in range(n)]
-    m = helper.make_model(helper.make_graph(nodes, "chain", vi[:1], vi[1:]), opset_imports=[helper.make_opsetid("", 17)])
+    nodes = [
+        helper.make_node(op, [names[i]], [names[i + 1]], name=f"{op.lower()}{i}")
+        for i in range(n)
+    ]
+    m = helper.make_model(
+        helper.make_graph(nodes, "chain", vi[:1], vi[1:]),
+        opset_imports=[helper.make_opsetid("", 17)],
+    )
     m.ir_version = 8
     return m
 
 
-CONTROLS = {n: Case(n, _chain("Relu", k), {"x": np.random.default_rng(6).normal(size=[15]).astype(np.float32)})
-            for n, k in (("relu4@fused", 4), ("relu5@fused", 5))}  # Wine 8 lane: 5 fused nodes crashed
+CONTROLS = {
+    n: Case(
+        n,
+        _chain("Relu", k),
+        {"x": np.random.default_rng(6).normal(size=[15]).astype(np.float32)},
+    )
+    for n, k in (("relu4@fused", 4), ("relu5@fused", 5))
+}  # Wine 8 lane: 5 fused nodes crashed
 
 #: as users run them: ORT's default optimizations (with them off, a fused DML graph holding the
 #: lowering's constant Range — folded away by default — crashes the guest; not pursued further)
 AS_USERS_RUN = {"graph_optimization_level": "ORT_ENABLE_ALL"}
-LANE_CASES = ([Case(name, model, feeds, session_options=AS_USERS_RUN) for name, (model, feeds, _) in MODELS.items()]
-              + list(CONTROLS.values())
-              + [Case(name, model, feeds, session_options=AS_USERS_RUN) for name, (model, feeds, _, _) in GUARDED.items()])
-_BAD = {name: dict(feeds, indices=np.where(feeds["indices"] == feeds["indices"].flat[0], 99, feeds["indices"]))
-        for name, (_, feeds, _, _) in GUARDED.items()}
-LANE_CASES += [Case(f"{name}:bad-index", model, _BAD[name], session_options=AS_USERS_RUN)
-               for name, (model, _, _, _) in GUARDED.items()]
+LANE_CASES = (
+    [
+        Case(name, model, feeds, session_options=AS_USERS_RUN)
+        for name, (model, feeds, _) in MODELS.items()
+    ]
+    + list(CONTROLS.values())
+    + [
+        Case(name, model, feeds, session_options=AS_USERS_RUN)
+        for name, (model, feeds, _, _) in GUARDED.items()
+    ]
+)
+_BAD = {
+    name: dict(
+        feeds,
+        indices=np.where(
+            feeds["indices"] == feeds["indices"].flat[0], 99, feeds["indices"]
+        ),
+    )
+    for name, (_, feeds, _, _) in GUARDED.items()
+}
+LANE_CASES += [
+    Case(f"{name}:bad-index", model, _BAD[name], session_options=AS_USERS_RUN)
+    for name, (model, _, _, _) in GUARDED.items()
+]
 
 
 @pytest.mark.parametrize("name", list(MODELS))
 def test_converted_model_runs_entirely_on_dml(lane_results, name):
-    model, _, want = MODELS[name]
+    _, _, want = MODELS[name]
     r = lane_results[name]
     assert r.ok, f"{name}: {r.stage}: {r.error}"
     assert r.providers[0] == DML, r.providers
@@ -146,7 +254,9 @@ def test_converted_model_runs_entirely_on_dml(lane_results, name):
     assert not r.memcpy, r.memcpy
     got = r.outputs[0]
     assert got.shape == want.shape and got.dtype == want.dtype
-    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)  # float64 CumSum: a float32 scan
+    np.testing.assert_allclose(
+        got, want, rtol=1e-5, atol=1e-5
+    )  # float64 CumSum: a float32 scan
 
 
 def test_converted_models_have_no_cpu_node_per_inspect():
@@ -162,7 +272,9 @@ def test_fused_relu_chain_runs_on_dml(lane_results, name):
     assert r.ok, f"{r.stage}: {r.error}"
     assert r.providers[0] == DML and set(r.placement.values()) == {DML}, r.placement
     assert r.fused, "graph fusion did not run"
-    np.testing.assert_array_equal(r.outputs[0], np.maximum(CONTROLS[name].inputs["x"], 0))
+    np.testing.assert_array_equal(
+        r.outputs[0], np.maximum(CONTROLS[name].inputs["x"], 0)
+    )
 
 
 @pytest.mark.parametrize("name", list(GUARDED))
@@ -174,10 +286,15 @@ def test_guarded_scatter_on_dml_one_flag_to_the_host(lane_results, name):
     assert r.ok, f"{name}: {r.stage}: {r.error}"
     assert r.providers[0] == DML, r.providers
     on_cpu = r.on(CPU)
-    assert on_cpu and all(n.rsplit("/", 1)[-1].split("_")[0] in ("Equal", "Where") for n in on_cpu), on_cpu
+    assert on_cpu and all(
+        n.rsplit("/", 1)[-1].split("_")[0] in ("Equal", "Where") for n in on_cpu
+    ), on_cpu
     assert len(r.memcpy) == 1, r.memcpy
     summary = __import__("ort_dml_ops").inspect(model, "dml").to_dict()["summary"]
     assert (summary["cpu_nodes"], summary["copies"]) == (len(on_cpu), 1), summary
     np.testing.assert_allclose(r.outputs[0], want, rtol=1e-5, atol=1e-5)
     bad = lane_results[f"{name}:bad-index"]
-    assert not bad.ok and "IndexOrSizeOutOfRange" in (bad.error or ""), (bad.stage, bad.error)
+    assert not bad.ok and "IndexOrSizeOutOfRange" in (bad.error or ""), (
+        bad.stage,
+        bad.error,
+    )

@@ -15,14 +15,20 @@ import os
 
 import pytest
 
-from ort_dml_ops.lane import DML, corpus
+from dml_lane import corpus
+from dml_lane.driver import DML
 
 pytestmark = pytest.mark.dml
 
 FULL = os.environ.get("DML_FULL") == "1"
 _SPECS = corpus.all_specs() if FULL else corpus.representative_specs()
 # the "known already" facts and the former emulator failures live in test_known.py
-_SKIP = {s.name for s in corpus.known_specs() + corpus.former_emulator_failure_specs() + corpus.working_pattern_specs()}
+_SKIP = {
+    s.name
+    for s in corpus.known_specs()
+    + corpus.former_emulator_failure_specs()
+    + corpus.working_pattern_specs()
+}
 SPECS = {s.name: s for s in _SPECS if s.name not in _SKIP}
 LANE_CASES = [s.case() for s in SPECS.values()]
 
@@ -36,4 +42,6 @@ def test_op_on_dml(lane_results, name):
     assert problem is None, f"{name}: {problem}; placement {r.placement}"
     assert not r.unresolved, f"{name}: placement not read for {r.unresolved}"
     for node, provider in spec.expect_placement.items():
-        assert r.placement.get(node) == provider, f"{name}: {node} on {r.placement.get(node)}, expected {provider}"
+        assert r.placement.get(node) == provider, (
+            f"{name}: {node} on {r.placement.get(node)}, expected {provider}"
+        )

@@ -11,18 +11,31 @@ import importlib.util
 import numpy as np
 import pytest
 
-from ort_dml_ops.lane import CPU, DML, Case, corpus
+from dml_lane import corpus
+from dml_lane.driver import CPU, DML, Case
 
 pytestmark = pytest.mark.dml
 
 if importlib.util.find_spec("ort_dml_ops.session") is None:
-    pytest.skip("ort_dml_ops.session (the fallback InferenceSession) does not exist yet", allow_module_level=True)
+    pytest.skip(
+        "ort_dml_ops.session (the fallback InferenceSession) does not exist yet",
+        allow_module_level=True,
+    )
 
 X = (np.arange(21, dtype=np.float32).reshape(3, 7) % 5 - 2) / 2 + 1.0
 LANE_CASES = [
-    Case("cumprod-fallback-f32", corpus.cumprod_custom_model((3, 7), "float32"), {"x": X}, use_fallback=True),
-    Case("cumprod-fallback-f64", corpus.cumprod_custom_model((3, 7), "float64"), {"x": X.astype(np.float64)},
-         use_fallback=True),
+    Case(
+        "cumprod-fallback-f32",
+        corpus.cumprod_custom_model((3, 7), "float32"),
+        {"x": X},
+        use_fallback=True,
+    ),
+    Case(
+        "cumprod-fallback-f64",
+        corpus.cumprod_custom_model((3, 7), "float64"),
+        {"x": X.astype(np.float64)},
+        use_fallback=True,
+    ),
 ]
 
 

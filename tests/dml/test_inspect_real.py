@@ -4,7 +4,7 @@ Every zoo model before and after convert(target="dml"), and every model of the r
 corpus (tests/real_models.py's REAL_MODELS, when that module is present) before and after
 convert: ORT (onnxruntime-directml 1.24.4 in the Wine lane) records which EP its partitioner gave
 each node (`session.record_ep_graph_assignment_info`), and the Memcpy nodes that ran come from a
-profile after one complete run (`ort_dml_ops.placement.truth`). Each node must be predicted on
+profile after one complete run (tools/dml_lane/truth.py). Each node must be predicted on
 ORT's EP under ORT's name, no node ORT removed may be predicted to run, and the copy count must
 be equal. Sessions run with ORT's default options and DML graph fusion off (the emulator crashes
 on large fused graphs, docs/dml-lane.md; fusion comes after partitioning and does not move a
@@ -66,7 +66,7 @@ CASES = _cases()
 
 @pytest.fixture(scope="module")
 def truths(lane_ready):
-    from ort_dml_ops.placement.truth import record
+    from dml_lane.truth import record
 
     results = record(
         [(name, model, feeds) for name, model, feeds, _ in CASES],

@@ -10,7 +10,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from ort_dml_ops.lane import CPU, DML, corpus
+from dml_lane import corpus
+from dml_lane.driver import CPU, DML
 
 pytestmark = pytest.mark.dml
 
@@ -19,8 +20,19 @@ FORMER = {s.name: s for s in corpus.former_emulator_failure_specs()}
 WORKS = {s.name: s for s in corpus.working_pattern_specs()}
 GUARD = corpus.cpu_fallback_guard_spec()
 ALLOWZERO = {s.name: s for s in corpus.reshape_allowzero_specs()}
-LANE_CASES = [s.case() for s in (*KNOWN.values(), *FORMER.values(), *WORKS.values(), GUARD, *ALLOWZERO.values())]
-LANE_CASES += [s.case("cpu") for s in ALLOWZERO.values()]  # the same build's CPU EP: a control
+LANE_CASES = [
+    s.case()
+    for s in (
+        *KNOWN.values(),
+        *FORMER.values(),
+        *WORKS.values(),
+        GUARD,
+        *ALLOWZERO.values(),
+    )
+]
+LANE_CASES += [
+    s.case("cpu") for s in ALLOWZERO.values()
+]  # the same build's CPU EP: a control
 
 
 def _assert_ran_on_dml(r):
@@ -39,7 +51,8 @@ def test_known_placement(lane_results, name):
     _assert_ran_on_dml(r)
     for node, provider in spec.expect_placement.items():
         assert r.placement.get(node) == provider, (
-            f"{name}: node {node!r} on {r.placement.get(node)}, expected {provider}; placement {r.placement}")
+            f"{name}: node {node!r} on {r.placement.get(node)}, expected {provider}; placement {r.placement}"
+        )
     _assert_matches_reference(spec, r)
 
 
@@ -47,9 +60,16 @@ def test_scatter_elements_none_leaves_dml_at_opset_18(lane_results):
     r16 = lane_results["ScatterElements-none-float32-op16"]
     r17 = lane_results["ScatterElements-none-float32-op17"]
     r18 = lane_results["ScatterElements-none-float32-op18"]
-    assert (r16.placement["scatter"], r17.placement["scatter"], r18.placement["scatter"]) == (DML, DML, CPU)
+    assert (
+        r16.placement["scatter"],
+        r17.placement["scatter"],
+        r18.placement["scatter"],
+    ) == (DML, DML, CPU)
     # a CPU node inside a DML session costs copies: ORT inserts Memcpy nodes around it
-    assert any("MemcpyToHost" in c for c in r18.copies) or r18.placement.get("scatter") == CPU
+    assert (
+        any("MemcpyToHost" in c for c in r18.copies)
+        or r18.placement.get("scatter") == CPU
+    )
 
 
 def test_cumsum_graph_input_axis_reverse_exclusive_values(lane_results):
@@ -58,7 +78,9 @@ def test_cumsum_graph_input_axis_reverse_exclusive_values(lane_results):
     _assert_ran_on_dml(r)
     assert r.placement == {"cumsum": DML}
     x = spec.inputs["x"]
-    want = np.flip(np.cumsum(np.flip(x, 1), 1), 1) - x  # reverse exclusive: sum of the elements after
+    want = (
+        np.flip(np.cumsum(np.flip(x, 1), 1), 1) - x
+    )  # reverse exclusive: sum of the elements after
     np.testing.assert_allclose(r.outputs[0], want, rtol=1e-5, atol=1e-4)
 
 
@@ -109,7 +131,9 @@ def test_reshape_allowzero_on_dml(lane_results, name):
         assert r.placement == {"view": DML}, r.placement
         _assert_matches_reference(spec, r)
         return
-    assert not r.ok, f"{name} now runs on the DML EP: update docs/dml-lane.md (Reshape allowzero) and inspect"
+    assert not r.ok, (
+        f"{name} now runs on the DML EP: update docs/dml-lane.md (Reshape allowzero) and inspect"
+    )
     symbolic = "symbolic" in name
     assert r.stage == ("run" if symbolic else "session"), (r.stage, r.error)
     assert "MLOperatorAuthorImpl.cpp" in (r.error or ""), r.error

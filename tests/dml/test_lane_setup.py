@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from ort_dml_ops.lane import lane_available, lane_dir
+from dml_lane.driver import lane_available, lane_dir
 
 _SPEC = importlib.util.spec_from_file_location(
     "dll_patches",

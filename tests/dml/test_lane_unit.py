@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
-from ort_dml_ops import lane
-from ort_dml_ops.lane import CPU, DML
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from dml_lane import driver as lane
+from dml_lane.driver import CPU, DML
 
 LOG = """\
 2026-11-22 06:32:58.4301258 [I:onnxruntime:case0001, transformer_memcpy.cc:393 onnxruntime::TransformerMemcpyImpl::AddCopyNode] Add MemcpyFromHost after s for DmlExecutionProvider
@@ -24,15 +29,23 @@ def test_split_and_parse_placements():
     per = lane._split_log(LOG)
     assert set(per) == {"0001", "0002"}
     placed, copies, all_on = lane.parse_placements(per["0001"])
-    assert placed["scat"] == CPU and placed["DmlFusedNode_0_0"] == DML and placed["Memcpy"] == DML
-    assert copies == ["MemcpyFromHost after s for DmlExecutionProvider",
-                      "MemcpyToHost before m for DmlExecutionProvider"]
+    assert (
+        placed["scat"] == CPU
+        and placed["DmlFusedNode_0_0"] == DML
+        and placed["Memcpy"] == DML
+    )
+    assert copies == [
+        "MemcpyFromHost after s for DmlExecutionProvider",
+        "MemcpyToHost before m for DmlExecutionProvider",
+    ]
     assert all_on is None
 
 
 def test_fused_nodes_resolve_to_original_names():
     placed, _, all_on = lane.parse_placements(lane._split_log(LOG)["0001"])
-    placement, unresolved, fused = lane._resolve(["cs", "mul1", "scat", "add1"], placed, all_on, True)
+    placement, unresolved, fused = lane._resolve(
+        ["cs", "mul1", "scat", "add1"], placed, all_on, True
+    )
     assert placement == {"cs": DML, "mul1": DML, "scat": CPU, "add1": DML}
     assert fused == ["DmlFusedNode_0_0", "DmlFusedNode_1_2"] and unresolved == []
     # with graph optimizations on, a missing node may have been optimized away: not guessed
@@ -62,10 +75,61 @@ def test_lane_on_wine8_direct3d_is_not_available(tmp_path, monkeypatch):
     monkeypatch.delenv("ORT_DML_OPS_NO_LANE", raising=False)
     (tmp_path / "cp311" / "Lib" / "site-packages" / "onnxruntime").mkdir(parents=True)
     (tmp_path / "smoke.ok").write_text("x\n")
-    (tmp_path / "run.sh").write_text('export WINEDLLOVERRIDES="mscoree,mshtml=;winedbg.exe=d"\n')
+    (tmp_path / "run.sh").write_text(
+        'export WINEDLLOVERRIDES="mscoree,mshtml=;winedbg.exe=d"\n'
+    )
     ok, why = lane.lane_available()
     if "not on PATH" in why:
         return  # no Wine on this machine: the earlier check answers first
     assert not ok and "Wine 8's own Direct3D 12" in why and "make dml-lane" in why
-    (tmp_path / "run.sh").write_text('export WINEDLLOVERRIDES="mscoree,mshtml=;d3d12,d3d12core,dxgi,wined3d=n"\n')
+    (tmp_path / "run.sh").write_text(
+        'export WINEDLLOVERRIDES="mscoree,mshtml=;d3d12,d3d12core,dxgi,wined3d=n"\n'
+    )
     assert lane.lane_available() == (True, "")
+
+
+def _fake_lane(path):
+    """A lane folder that passes lane_available()'s checks (nothing of it is ever run here)."""
+    (path / "cp311" / "Lib" / "site-packages" / "onnxruntime").mkdir(parents=True)
+    (path / "smoke.ok").write_text("x\n")
+    (path / "run.sh").write_text(
+        'export WINEDLLOVERRIDES="d3d12,d3d12core,dxgi,wined3d=n"\n'
+    )
+
+
+def test_check_needs_the_driver_installed_in_the_lane(tmp_path, monkeypatch, capsys):
+    """`ort-dml-ops check` loads the driver from the lane (the package does not ship it): without
+    one it says so in one line; `make dml-lane-driver` (install_driver.sh) puts it there."""
+    from ort_dml_ops import dml_lane
+    from ort_dml_ops.cli import main
+
+    _fake_lane(tmp_path)
+    monkeypatch.setenv("DML_LANE", str(tmp_path))
+    monkeypatch.delenv("DML_LANE_DRIVER", raising=False)
+    monkeypatch.delenv("ORT_DML_OPS_NO_LANE", raising=False)
+    if not lane.lane_available()[0]:
+        pytest.skip(lane.lane_available()[1])  # no Wine on this machine
+    model = tmp_path / "m.onnx"
+    model.write_bytes(b"")
+    assert main(["check", str(model)]) == 1
+    [err] = capsys.readouterr().err.strip().splitlines()
+    assert (
+        f"no driver in {tmp_path / 'driver'}" in err and "make dml-lane-driver" in err
+    ), err
+
+    tools = Path(__file__).resolve().parents[2] / "tools" / "dml_lane"
+    subprocess.run(
+        ["bash", str(tools / "install_driver.sh")], check=True, capture_output=True
+    )
+    for name in ("driver.py", "guest.py"):
+        assert (tmp_path / "driver" / name).read_bytes() == (tools / name).read_bytes()
+    assert sorted(p.name for p in tmp_path.iterdir()) == [
+        "cp311",
+        "driver",
+        "m.onnx",
+        "run.sh",
+        "smoke.ok",
+    ]
+    driver = dml_lane.load_driver()
+    assert Path(driver.__file__) == tmp_path / "driver" / "driver.py"
+    assert driver.Case("c", b"", {}).provider == "dml"

@@ -24,9 +24,9 @@ from typing import Any
 
 import pytest
 
+from dml_lane.driver import CPU, DML, Case
 from ort_dml_ops import DOMAIN, inspect, zoo
 from ort_dml_ops.conversion import convert
-from ort_dml_ops.lane import CPU, DML, Case
 
 pytestmark = pytest.mark.dml
 

@@ -16,7 +16,7 @@ pytest.importorskip("onnxscript")
 
 import ort_dml_ops
 import ort_dml_ops.torch as odt
-from ort_dml_ops.lane import DML, Case, run_cases
+from dml_lane.driver import DML, Case, run_cases
 
 pytestmark = pytest.mark.dml
 FAMILY = {"CumSum", "CumProd", "ScatterElements", "ScatterND", "Scatter"}

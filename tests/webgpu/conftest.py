@@ -12,9 +12,13 @@ from __future__ import annotations
 import ctypes
 import glob
 import os
+import sys
 from pathlib import Path
 
 import pytest
+
+# the recording corpus (tools/webgpu_lane/: cases, record) is not part of the package
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tools"))
 
 LANE = Path(
     os.environ.get(

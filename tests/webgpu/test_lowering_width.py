@@ -150,7 +150,7 @@ def test_wide_split_fails_on_the_device_as_the_limit_says(webgpu_lane):
     m = h.make_model(g, opset_imports=[h.make_opsetid("", 18)], ir_version=8)
     s = webgpu_session(m)
     assert placement(s)["op"] == "WebGpuExecutionProvider"
-    with pytest.raises(Exception, match="(?i)storage|buffer|limit|bind"):
+    with pytest.raises(Exception, match=r"(?i)storage|buffer|limit|bind"):
         s.run(None, {"x": np.ones([17, 4], np.float32)})
 
 

@@ -1,6 +1,6 @@
 """The recorded WebGPU table against the plugin itself: inspect's placement of single-op models.
 
-Re-runs a slice of the recording corpus (ort_dml_ops/targets/webgpu_record.py: the families and
+Re-runs a slice of the recording corpus (tools/webgpu_lane/cases.py: the families and
 the ops the lowerings emit, every element type, the since-versions in effect at opsets 11, 18
 and 21; WEBGPU_FULL=1: every recorded op and since-version) on the installed plugin and asserts
 that `inspect(model, "webgpu")` names the EP ORT's assignment record names. A plugin upgrade
@@ -14,7 +14,7 @@ import os
 import pytest
 
 from ort_dml_ops import inspect
-from ort_dml_ops.targets import webgpu_record as R
+from webgpu_lane import record as R
 
 pytestmark = pytest.mark.webgpu
 

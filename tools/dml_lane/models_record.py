@@ -20,9 +20,9 @@ from collections import Counter
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT))
+sys.path[:0] = [str(ROOT), str(ROOT / "tools")]
 
-from ort_dml_ops.lane import CPU, DML, lane_available, run_cases
+from dml_lane.driver import CPU, DML, lane_available, run_cases
 
 BEGIN, END = "<!-- models:begin -->", "<!-- models:end -->"
 

@@ -8,13 +8,13 @@
 #   bash tools/dml_lane/setup.sh        (make dml-lane)   idempotent; fast when cached
 #   $DML_LANE/run.sh script.py [args]   runs script.py under the Windows CPython in Wine
 #
-# Cache: ${DML_LANE:-~/.cache/ort-dml-ops/dml-lane}, outside the repository. Nothing of the
-# project is copied into it: run.sh puts the paths in DML_LANE_PYTHONPATH (host paths,
-# ':'-separated) at the front of the guest's sys.path at run time, so the guest imports the
-# live working tree (the batch runner passes the repository root).
+# Cache: ${DML_LANE:-~/.cache/ort-dml-ops/dml-lane}, outside the repository. Of the project only
+# the driver (driver.py, guest.py: install_driver.sh, last step) is copied into it, for
+# `ort-dml-ops check`; run.sh puts the paths in DML_LANE_PYTHONPATH (host paths, ':'-separated)
+# at the front of the guest's sys.path at run time, so the guest imports the ort_dml_ops in use.
 # The self-test at the end (smoke.py, then probes.py: 8 former emulator failures, DML vs CPU EP,
 # exact, graph fusion on) runs once per (wheels, run.sh, Direct3D 12 stack, tests) and writes
-# smoke.ok, which ort_dml_ops.lane.lane_available() requires.
+# smoke.ok, which ort_dml_ops.dml_lane.lane_available() requires.
 #
 # Pitfalls (learned the hard way; see docs/dml-lane.md):
 #  - Debian 12's own lavapipe (Mesa 22) computes wrong results silently: Mesa 25 is required.
@@ -148,4 +148,6 @@ if [ "$(head -1 smoke.ok 2>/dev/null)" != "$smoke_key" ] && [ "${DML_LANE_NO_SMO
   printf '%s\n%s; %s\n' "$smoke_key" "$(echo "$smoke" | tail -1)" "$(echo "$probes" | grep '^PROBES:' | tail -1)" > smoke.ok.tmp
   mv smoke.ok.tmp smoke.ok
 fi
+# 8. The driver `ort-dml-ops check` loads (ort_dml_ops/dml_lane.py): refreshed on every run.
+bash "$HERE/install_driver.sh"
 echo "dml lane ready at $W ($(tail -1 smoke.ok 2>/dev/null || echo 'self-test skipped'); $(( $(date +%s) - t0 ))s): $W/run.sh script.py"

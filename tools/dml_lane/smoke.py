@@ -3,6 +3,7 @@
 One CumSum node on the real DirectML EP, checked against numpy; also checks that the other
 guest packages import (onnx, onnxruntime_extensions, ml_dtypes, onnx_ir).
 """
+
 import sys
 
 import ml_dtypes  # noqa: F401
@@ -25,12 +26,17 @@ model = oh.make_model(graph, opset_imports=[oh.make_opsetid("", 17)])
 model.ir_version = 8
 so = ort.SessionOptions()
 so.enable_mem_pattern = False
-s = ort.InferenceSession(model.SerializeToString(), so,
-                         providers=[("DmlExecutionProvider", {"device_id": "0"})])
+s = ort.InferenceSession(
+    model.SerializeToString(),
+    so,
+    providers=[("DmlExecutionProvider", {"device_id": "0"})],
+)
 assert s.get_providers()[0] == "DmlExecutionProvider", s.get_providers()
 y = s.run(None, {"x": x})[0]
 ok = bool(np.allclose(y, np.cumsum(x, axis=1)))
-print(f"onnxruntime-directml {ort.__version__}, onnx {onnx.__version__}, numpy {np.__version__}, "
-      f"onnxruntime-extensions {onnxruntime_extensions.__version__}: "
-      f"{s.get_providers()[0]} CumSum {'PASS' if ok else 'MISMATCH'}")
+print(
+    f"onnxruntime-directml {ort.__version__}, onnx {onnx.__version__}, numpy {np.__version__}, "
+    f"onnxruntime-extensions {onnxruntime_extensions.__version__}: "
+    f"{s.get_providers()[0]} CumSum {'PASS' if ok else 'MISMATCH'}"
+)
 sys.exit(0 if ok else 1)

@@ -18,13 +18,26 @@ from onnx import defs
 from ._domain import DOMAIN, DOMAIN_VERSION
 
 _NUMERIC = [
-    "tensor(uint32)", "tensor(uint64)", "tensor(int32)", "tensor(int64)",
-    "tensor(float16)", "tensor(float)", "tensor(double)", "tensor(bfloat16)",
+    "tensor(uint32)",
+    "tensor(uint64)",
+    "tensor(int32)",
+    "tensor(int64)",
+    "tensor(float16)",
+    "tensor(float)",
+    "tensor(double)",
+    "tensor(bfloat16)",
 ]
-_ALL = sorted(set(_NUMERIC) | {
-    "tensor(uint8)", "tensor(uint16)", "tensor(int8)", "tensor(int16)", "tensor(string)",
-    "tensor(bool)",
-})
+_ALL = sorted(
+    set(_NUMERIC)
+    | {
+        "tensor(uint8)",
+        "tensor(uint16)",
+        "tensor(int8)",
+        "tensor(int16)",
+        "tensor(string)",
+        "tensor(bool)",
+    }
+)
 _INDEX = ["tensor(int32)", "tensor(int64)"]
 
 
@@ -35,13 +48,32 @@ def _same_as_input0(ctx) -> None:
 def _scan_schema(name: str, doc: str) -> defs.OpSchema:
     P, A = defs.OpSchema.FormalParameter, defs.OpSchema.Attribute
     return defs.OpSchema(
-        name, DOMAIN, DOMAIN_VERSION, doc=doc,
-        inputs=[P("x", "T", "An input tensor"), P("axis", "T2", "0-d or 1-element tensor: the axis")],
+        name,
+        DOMAIN,
+        DOMAIN_VERSION,
+        doc=doc,
+        inputs=[
+            P("x", "T", "An input tensor"),
+            P("axis", "T2", "0-d or 1-element tensor: the axis"),
+        ],
         outputs=[P("y", "T", "Same shape and type as x")],
-        type_constraints=[("T", _NUMERIC, "Numeric tensors"), ("T2", _INDEX, "axis type")],
+        type_constraints=[
+            ("T", _NUMERIC, "Numeric tensors"),
+            ("T2", _INDEX, "axis type"),
+        ],
         attributes=[
-            A("exclusive", defs.OpSchema.AttrType.INT, "1: the j-th output excludes the j-th element", required=False),
-            A("reverse", defs.OpSchema.AttrType.INT, "1: scan from the end of the axis", required=False),
+            A(
+                "exclusive",
+                defs.OpSchema.AttrType.INT,
+                "1: the j-th output excludes the j-th element",
+                required=False,
+            ),
+            A(
+                "reverse",
+                defs.OpSchema.AttrType.INT,
+                "1: scan from the end of the axis",
+                required=False,
+            ),
         ],
     )
 
@@ -49,20 +81,33 @@ def _scan_schema(name: str, doc: str) -> defs.OpSchema:
 def _scatter_schema() -> defs.OpSchema:
     P, A = defs.OpSchema.FormalParameter, defs.OpSchema.Attribute
     return defs.OpSchema(
-        "ScatterElements", DOMAIN, DOMAIN_VERSION, doc="ONNX ScatterElements-18, run by the Python fallback.",
+        "ScatterElements",
+        DOMAIN,
+        DOMAIN_VERSION,
+        doc="ONNX ScatterElements-18, run by the Python fallback.",
         inputs=[P("data", "T", ""), P("indices", "Tind", ""), P("updates", "T", "")],
         outputs=[P("output", "T", "")],
-        type_constraints=[("T", _ALL, "Any tensor type"), ("Tind", _INDEX, "index type")],
+        type_constraints=[
+            ("T", _ALL, "Any tensor type"),
+            ("Tind", _INDEX, "index type"),
+        ],
         attributes=[
             A("axis", defs.OpSchema.AttrType.INT, "Axis to scatter on", required=False),
-            A("reduction", defs.OpSchema.AttrType.STRING, "none, add, mul, max or min", required=False),
+            A(
+                "reduction",
+                defs.OpSchema.AttrType.STRING,
+                "none, add, mul, max or min",
+                required=False,
+            ),
         ],
     )
 
 
 def _schemas() -> tuple[defs.OpSchema, ...]:
     return (
-        _scan_schema("CumProd", "Cumulative product; semantics identical to ONNX CumProd-26."),
+        _scan_schema(
+            "CumProd", "Cumulative product; semantics identical to ONNX CumProd-26."
+        ),
         _scan_schema("CumSum", "ONNX CumSum-14, run by the Python fallback."),
         _scatter_schema(),
     )

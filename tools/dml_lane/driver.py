@@ -1,6 +1,7 @@
-"""The DML lane: run models on the real DirectML EP (onnxruntime-directml under Wine).
+"""The DML lane's driver, host side: run models on the real DirectML EP (onnxruntime-directml
+under Wine).
 
-    from ort_dml_ops.lane import lane_available, run_cases, Case, CaseResult
+    from dml_lane.driver import lane_available, run_cases, Case, CaseResult   # tools/ on sys.path
 
     ok, why = lane_available()
     results = run_cases([Case("cumsum", model, {"x": x})])
@@ -13,6 +14,11 @@ keeps ~0.5 GB of shared memory (lavapipe's device memory) until its process exit
 batch size bounds the memory. Cases and results travel as files (.onnx, .npz, .json) in a
 temporary folder; the guest imports this very package (a folder linking to it is put first on its
 sys.path), so a checkout's live working tree and an installed package both work.
+
+This file and guest.py are not part of the installed package: `make dml-lane` (or
+`make dml-lane-driver`) copies them into the lane (<lane>/driver/), where
+`ort_dml_ops.dml_lane.load_driver()` finds them for `ort-dml-ops check`; tests and tools import
+them from tools/dml_lane/. Finding the lane and judging it ready is `ort_dml_ops.dml_lane`'s job.
 
 Placement comes from ONNX Runtime itself: its assignment record
 (`session.record_ep_graph_assignment_info`, read with `get_provider_graph_assignment_info()`),
@@ -30,7 +36,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import shutil
 import subprocess
 import tempfile
 from dataclasses import dataclass, field
@@ -39,16 +44,26 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["Case", "CaseResult", "lane_available", "lane_dir", "parse_placements", "run_cases"]
+import ort_dml_ops
+from ort_dml_ops.dml_lane import lane_available, lane_dir
+
+__all__ = [
+    "Case",
+    "CaseResult",
+    "lane_available",
+    "lane_dir",
+    "parse_placements",
+    "run_cases",
+]
 
 DML = "DmlExecutionProvider"
 CPU = "CPUExecutionProvider"
 _PROVIDERS = {"dml": "dml", DML.lower(): "dml", "cpu": "cpu", CPU.lower(): "cpu"}
 _GUEST = Path(__file__).with_name("guest.py")
-_PACKAGE = Path(__file__).resolve().parents[1]  # the ort_dml_ops the guest must import
+_PACKAGE = (
+    Path(ort_dml_ops.__file__).resolve().parent
+)  # the ort_dml_ops the guest must import
 _MARK = "@@ortdmlops-lane"
-#: run.sh of an upgraded lane loads Wine 10's Direct3D 12 DLLs as native (tools/dml_lane/setup.sh)
-_D3D12_OVERRIDE = "d3d12,d3d12core,dxgi,wined3d=n"
 
 
 @dataclass
@@ -78,7 +93,9 @@ class CaseResult:
     error: str | None
     outputs: list[np.ndarray] | None
     providers: list[str]
-    placement: dict[str, str]  # ORIGINAL node name -> DmlExecutionProvider | CPUExecutionProvider
+    placement: dict[
+        str, str
+    ]  # ORIGINAL node name -> DmlExecutionProvider | CPUExecutionProvider
     #: Memcpy nodes ORT inserted, as it logs them ("MemcpyFromHost after s for DmlExecutionProvider")
     copies: list[str] = field(default_factory=list)
     #: DmlFusedNode_* partitions ORT reported (its log, else the kernels that ran per its profile)
@@ -100,37 +117,8 @@ class CaseResult:
         return sorted(n for n, p in self.placement.items() if p == provider)
 
 
-# --------------------------------------------------------------------------- lane discovery
-
-def lane_dir() -> Path:
-    """Where the lane lives: $DML_LANE (as for setup.sh), else ~/.cache/ort-dml-ops/dml-lane."""
-    env = os.environ.get("DML_LANE")
-    if env:
-        return Path(env).expanduser()
-    return Path.home() / ".cache" / "ort-dml-ops" / "dml-lane"
-
-
-def lane_available() -> tuple[bool, str]:
-    """(True, "") when the lane is set up and verified by its smoke test; else (False, why)."""
-    if os.environ.get("ORT_DML_OPS_NO_LANE") == "1":
-        return False, "ORT_DML_OPS_NO_LANE=1"
-    w = lane_dir()
-    if not (w / "run.sh").is_file():
-        return False, f"DML lane not set up at {w} (run `make dml-lane`)"
-    for tool in ("wine", "xvfb-run", "flock"):
-        if shutil.which(tool) is None:
-            return False, f"DML lane at {w}: `{tool}` is not on PATH (run `make dml-lane`)"
-    if not (w / "cp311" / "Lib" / "site-packages" / "onnxruntime").is_dir():
-        return False, f"DML lane at {w}: onnxruntime-directml is not installed (run `make dml-lane`)"
-    if _D3D12_OVERRIDE not in (w / "run.sh").read_text(errors="replace"):
-        return False, (f"DML lane at {w} runs Wine 8's own Direct3D 12 (vkd3d 1.6), which fails where DirectML "
-                       "does not (run `make dml-lane`)")
-    if not (w / "smoke.ok").is_file():
-        return False, f"DML lane at {w}: its self-test has not passed (run `make dml-lane`)"
-    return True, ""
-
-
 # --------------------------------------------------------------------------- array transport
+
 
 def _save_arrays(path: Path, arrays: dict[str, np.ndarray]) -> dict[str, str]:
     tags, store = {}, {}
@@ -168,8 +156,10 @@ def _model_bytes(model: Any) -> tuple[bytes, list[str]]:
         proto = onnx.ModelProto()
         proto.CopyFrom(model)  # never touch the caller's model
     else:
-        raise TypeError(f"Case.model must be an onnx.ModelProto or bytes, not {type(model).__name__}")
-    from ..modelio import fix_ir_version
+        raise TypeError(
+            f"Case.model must be an onnx.ModelProto or bytes, not {type(model).__name__}"
+        )
+    from ort_dml_ops.modelio import fix_ir_version
 
     fix_ir_version(proto)
     names = [n.name for n in proto.graph.node]
@@ -179,7 +169,9 @@ def _model_bytes(model: Any) -> tuple[bytes, list[str]]:
 # --------------------------------------------------------------------------- log parsing
 
 _LINE = re.compile(r"\[([VIWEF]):onnxruntime:([^,\]]*),\s*([^\]]*)\]\s?(.*)$")
-_PLACED = re.compile(r"^\s*(?:Node\(s\)|All nodes) placed on \[(\w+)\]\. Number of nodes: (\d+)")
+_PLACED = re.compile(
+    r"^\s*(?:Node\(s\)|All nodes) placed on \[(\w+)\]\. Number of nodes: (\d+)"
+)
 _NODE = re.compile(r"^\s{2,}(\S+) \((.*)\)\s*$")
 _COPY = re.compile(r"Add (Memcpy\w+ (?:after|before) .* for \w+)\s*$")
 _NOISE = ("GraphTransformer ", "SaveMLValueNameIndexMapping", "Done saving OrtValue")
@@ -228,7 +220,12 @@ def _split_log(text: str) -> dict[str, list[str]]:
     return per
 
 
-def _resolve(node_names: list[str], placed: dict[str, str], all_on: str | None, opt_disabled: bool):
+def _resolve(
+    node_names: list[str],
+    placed: dict[str, str],
+    all_on: str | None,
+    opt_disabled: bool,
+):
     placement: dict[str, str] = {}
     unresolved: list[str] = []
     fused = sorted(n for n in placed if n.startswith("DmlFusedNode_"))
@@ -248,7 +245,8 @@ def _resolve(node_names: list[str], placed: dict[str, str], all_on: str | None, 
 
 # --------------------------------------------------------------------------- running
 
-def _import_root(folder: Path) -> Path:
+
+def guest_import_root(folder: Path) -> Path:
     """A folder holding only `ort_dml_ops` (a link to this package): the guest's first sys.path
     entry. Never the package's parent, which for an installed package is the host's
     site-packages (Linux builds of numpy and onnxruntime the Windows guest must not import)."""
@@ -263,13 +261,19 @@ def _run_chunk(w: Path, folder: Path, chunk: list[tuple[str, dict]]) -> tuple[st
     manifest = folder / f"manifest_{chunk[0][0]}.json"
     manifest.write_text(json.dumps({"cases": [c for _, c in chunk]}))
     env = dict(os.environ)
-    env["DML_LANE_PYTHONPATH"] = str(_import_root(folder))
+    env["DML_LANE_PYTHONPATH"] = str(guest_import_root(folder))
     per_process = 120 + 180 * len(chunk)
     env.setdefault("DML_LANE_TIMEOUT", str(per_process))
     try:
-        proc = subprocess.run([str(w / "run.sh"), str(_GUEST), str(manifest)], check=False, stdin=subprocess.DEVNULL,
-                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env,
-                              timeout=per_process + 3600)  # the lock may make us wait for another run
+        proc = subprocess.run(
+            [str(w / "run.sh"), str(_GUEST), str(manifest)],
+            check=False,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            env=env,
+            timeout=per_process + 3600,
+        )  # the lock may make us wait for another run
         out, rc = proc.stdout, proc.returncode
     except subprocess.TimeoutExpired as exc:
         out, rc = exc.stdout or b"", 124
@@ -297,27 +301,51 @@ def run_cases(cases: list[Case], *, sessions_per_process: int = 4) -> list[CaseR
             cid = f"{i:04d}"
             provider = _PROVIDERS.get(str(case.provider).lower())
             if provider is None:
-                results[cid] = CaseResult(case.name, False, f"unknown provider {case.provider!r}", None, [], {},
-                                          stage="options")
+                results[cid] = CaseResult(
+                    case.name,
+                    False,
+                    f"unknown provider {case.provider!r}",
+                    None,
+                    [],
+                    {},
+                    stage="options",
+                )
                 continue
             try:
                 data, names = _model_bytes(case.model)
             except Exception as exc:  # noqa: BLE001
-                results[cid] = CaseResult(case.name, False, f"bad model: {exc}", None, [], {}, stage="options")
+                results[cid] = CaseResult(
+                    case.name, False, f"bad model: {exc}", None, [], {}, stage="options"
+                )
                 continue
             (folder / f"{cid}.onnx").write_bytes(data)
             tags = _save_arrays(folder / f"{cid}.in.npz", case.inputs)
             opts = dict(case.session_options or {})
             level = opts.get("graph_optimization_level", "ORT_DISABLE_ALL")
             opt_disabled = level in ("ORT_DISABLE_ALL", 0)
-            specs.append((cid, {"id": cid, "name": case.name, "model": f"{cid}.onnx", "inputs": f"{cid}.in.npz",
-                                "input_dtypes": tags, "provider": provider, "use_fallback": bool(case.use_fallback),
-                                "session_options": opts}))
+            specs.append(
+                (
+                    cid,
+                    {
+                        "id": cid,
+                        "name": case.name,
+                        "model": f"{cid}.onnx",
+                        "inputs": f"{cid}.in.npz",
+                        "input_dtypes": tags,
+                        "provider": provider,
+                        "use_fallback": bool(case.use_fallback),
+                        "session_options": opts,
+                    },
+                )
+            )
             meta[cid] = (case, names, opt_disabled)
 
         pending = list(specs)
         while pending:
-            chunk, pending = pending[:sessions_per_process], pending[sessions_per_process:]
+            chunk, pending = (
+                pending[:sessions_per_process],
+                pending[sessions_per_process:],
+            )
             text, rc = _run_chunk(w, folder, chunk)
             logs = _split_log(text)
             done_ids = []
@@ -330,37 +358,61 @@ def run_cases(cases: list[Case], *, sessions_per_process: int = 4) -> list[CaseR
                 r = json.loads(rpath.read_text())
                 msgs = logs.get(cid, [])
                 placed, copies, all_on = parse_placements(msgs)
-                placement, unresolved, fused = _resolve(names, placed, all_on, opt_disabled)
+                placement, unresolved, fused = _resolve(
+                    names, placed, all_on, opt_disabled
+                )
                 assignment = [tuple(a) for a in r.get("assignment") or []]
                 kernels = r.get("kernels") or []
-                fused = fused or sorted(n for n, _ in kernels if n.startswith("DmlFusedNode_"))
+                fused = fused or sorted(
+                    n for n, _ in kernels if n.startswith("DmlFusedNode_")
+                )
                 if assignment:  # ORT's own record wins over the log
                     recorded = {a[1]: a[0] for a in assignment}
                     placement = {n: recorded[n] for n in names if n in recorded}
                     unresolved = [n for n in names if n not in recorded]
                 outputs = None
                 if r.get("ok"):
-                    outputs = _load_outputs(folder / r["outputs_file"], r["output_dtypes"])
+                    outputs = _load_outputs(
+                        folder / r["outputs_file"], r["output_dtypes"]
+                    )
                 error = r.get("error")
                 if error and r.get("stage") == "session":
-                    err_lines = [m for m in msgs if "Exception" in m or "error" in m.lower()]
+                    err_lines = [
+                        m for m in msgs if "Exception" in m or "error" in m.lower()
+                    ]
                     if err_lines:
                         error = error + "\n" + err_lines[-1][:2000]
                 results[cid] = CaseResult(
-                    name=case.name, ok=bool(r.get("ok")), error=error, outputs=outputs,
-                    providers=r.get("providers") or [], placement=placement if r.get("ok") or placed else {},
-                    copies=copies, fused=fused, unresolved=unresolved if r.get("ok") else [],
-                    assignment=assignment, memcpy=[n for n, op in kernels if op.startswith("Memcpy")],
-                    stage=r.get("stage", ""), session_s=r.get("session_s"),
-                    log="\n".join(m for m in msgs if not m.startswith(_NOISE)))
+                    name=case.name,
+                    ok=bool(r.get("ok")),
+                    error=error,
+                    outputs=outputs,
+                    providers=r.get("providers") or [],
+                    placement=placement if r.get("ok") or placed else {},
+                    copies=copies,
+                    fused=fused,
+                    unresolved=unresolved if r.get("ok") else [],
+                    assignment=assignment,
+                    memcpy=[n for n, op in kernels if op.startswith("Memcpy")],
+                    stage=r.get("stage", ""),
+                    session_s=r.get("session_s"),
+                    log="\n".join(m for m in msgs if not m.startswith(_NOISE)),
+                )
             if len(done_ids) < len(chunk):
                 # The guest died: the first unfinished case is the culprit; retry the others.
                 rest = [s for s in chunk if s[0] not in done_ids]
                 bad, rest = rest[0], rest[1:]
                 case = meta[bad[0]][0]
                 tail = "\n".join(text.strip().splitlines()[-15:])
-                results[bad[0]] = CaseResult(case.name, False,
-                                             f"guest process died while running this case (rc={rc}):\n{tail}",
-                                             None, [], {}, stage="crash", log=tail)
+                results[bad[0]] = CaseResult(
+                    case.name,
+                    False,
+                    f"guest process died while running this case (rc={rc}):\n{tail}",
+                    None,
+                    [],
+                    {},
+                    stage="crash",
+                    log=tail,
+                )
                 pending = rest + pending
     return [results[f"{i:04d}"] for i in range(len(cases))]

@@ -56,8 +56,20 @@ def _save_arrays(path: str, arrays: list) -> list:
     for i, a in enumerate(arrays):
         a = np.asarray(a)
         tag = None
-        if a.dtype.kind == "V" or type(a.dtype).__module__.startswith("ml_dtypes") or a.dtype.name in (
-            "bfloat16", "float8_e4m3fn", "float8_e5m2", "float8_e4m3fnuz", "float8_e5m2fnuz", "int4", "uint4"):
+        if (
+            a.dtype.kind == "V"
+            or type(a.dtype).__module__.startswith("ml_dtypes")
+            or a.dtype.name
+            in (
+                "bfloat16",
+                "float8_e4m3fn",
+                "float8_e5m2",
+                "float8_e4m3fnuz",
+                "float8_e5m2fnuz",
+                "int4",
+                "uint4",
+            )
+        ):
             tag = a.dtype.name
             a = a.view(f"u{a.dtype.itemsize}")
         tags.append(tag)
@@ -79,8 +91,12 @@ def _session_options(opts: dict, logid: str):
     if isinstance(level, str):
         level = getattr(ort.GraphOptimizationLevel, level)
     elif isinstance(level, int):
-        level = {0: ort.GraphOptimizationLevel.ORT_DISABLE_ALL, 1: ort.GraphOptimizationLevel.ORT_ENABLE_BASIC,
-                 2: ort.GraphOptimizationLevel.ORT_ENABLE_EXTENDED, 99: ort.GraphOptimizationLevel.ORT_ENABLE_ALL}[level]
+        level = {
+            0: ort.GraphOptimizationLevel.ORT_DISABLE_ALL,
+            1: ort.GraphOptimizationLevel.ORT_ENABLE_BASIC,
+            2: ort.GraphOptimizationLevel.ORT_ENABLE_EXTENDED,
+            99: ort.GraphOptimizationLevel.ORT_ENABLE_ALL,
+        }[level]
     so.graph_optimization_level = level
     for key, value in opts.items():
         if key in ("graph_optimization_level", "config", "provider_options"):
@@ -94,8 +110,11 @@ def _session_options(opts: dict, logid: str):
 def _assignment(sess) -> list:
     """ORT's own record: [[ep, node name, op_type, domain], ...] for every node of the graph
     it partitioned (original names, also inside DmlFusedNode_* partitions)."""
-    return [[entry.ep_name, n.name, n.op_type, n.domain]
-            for entry in sess.get_provider_graph_assignment_info() for n in entry.get_nodes()]
+    return [
+        [entry.ep_name, n.name, n.op_type, n.domain]
+        for entry in sess.get_provider_graph_assignment_info()
+        for n in entry.get_nodes()
+    ]
 
 
 def _kernels(profile_path: str) -> list:
@@ -104,8 +123,14 @@ def _kernels(profile_path: str) -> list:
     with open(profile_path, encoding="utf-8") as f:
         events = json.load(f)
     os.remove(profile_path)
-    ran = {(e["name"][: -len("_kernel_time")], str((e.get("args") or {}).get("op_name", "")))
-           for e in events if e.get("cat") == "Node" and e.get("name", "").endswith("_kernel_time")}
+    ran = {
+        (
+            e["name"][: -len("_kernel_time")],
+            str((e.get("args") or {}).get("op_name", "")),
+        )
+        for e in events
+        if e.get("cat") == "Node" and e.get("name", "").endswith("_kernel_time")
+    }
     return sorted([name, op] for name, op in ran)
 
 
@@ -115,22 +140,36 @@ def run_case(case: dict, folder: str) -> dict:
 
     cid = case["id"]
     opts = dict(case.get("session_options") or {})
-    result = {"id": cid, "ok": False, "error": None, "providers": [], "output_dtypes": [],
-              "ort_version": ort.__version__, "stage": "options"}
+    result = {
+        "id": cid,
+        "ok": False,
+        "error": None,
+        "providers": [],
+        "output_dtypes": [],
+        "ort_version": ort.__version__,
+        "stage": "options",
+    }
     t0 = time.perf_counter()
     try:
         so = _session_options(opts, logid=f"case{cid}")
         so.profile_file_prefix = os.path.join(folder, f"{cid}.profile")
         if case["provider"] == "dml":
             po = {"device_id": "0"}
-            po.update({str(k): str(v) for k, v in (opts.get("provider_options") or {}).items()})
+            po.update(
+                {
+                    str(k): str(v)
+                    for k, v in (opts.get("provider_options") or {}).items()
+                }
+            )
             providers = [("DmlExecutionProvider", po)]
             want = "DmlExecutionProvider"
         else:
             providers = ["CPUExecutionProvider"]
             want = "CPUExecutionProvider"
         model_path = os.path.join(folder, case["model"])
-        feeds = _load_arrays(os.path.join(folder, case["inputs"]), case.get("input_dtypes") or {})
+        feeds = _load_arrays(
+            os.path.join(folder, case["inputs"]), case.get("input_dtypes") or {}
+        )
         result["stage"] = "session"
         if case.get("use_fallback"):
             # this package as the host has it (DML_LANE_PYTHONPATH)
@@ -144,11 +183,15 @@ def run_case(case: dict, folder: str) -> dict:
         result["session_s"] = round(time.perf_counter() - t0, 3)
         if not result["providers"] or result["providers"][0] != want:
             result["stage"] = "providers"
-            raise RuntimeError(f"session did not get {want} first: {result['providers']}")
+            raise RuntimeError(
+                f"session did not get {want} first: {result['providers']}"
+            )
         result["stage"] = "run"
         outs = sess.run(None, feeds)
         result["output_names"] = [o.name for o in sess.get_outputs()]
-        result["output_dtypes"] = _save_arrays(os.path.join(folder, f"{cid}.out.npz"), outs)
+        result["output_dtypes"] = _save_arrays(
+            os.path.join(folder, f"{cid}.out.npz"), outs
+        )
         result["outputs_file"] = f"{cid}.out.npz"
         result["kernels"] = _kernels(sess.end_profiling())
         result["ok"] = True

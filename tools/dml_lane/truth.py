@@ -1,6 +1,6 @@
 """Ground truth for placement: ONNX Runtime's own record of where each node went, on the DML lane.
 
-    from ort_dml_ops.placement.truth import record
+    from dml_lane.truth import record          # tools/ on sys.path (tools/record_placement.py)
     [t] = record([("xlmr", "model.onnx", None)])          # runs onnxruntime-directml 1.24.4 in Wine
     t["nodes"]      # {node name: "DmlExecutionProvider" | "CPUExecutionProvider"}, from
                     #   InferenceSession.get_provider_graph_assignment_info()
@@ -25,6 +25,8 @@ from pathlib import Path
 
 import numpy as np
 
+from .driver import guest_import_root
+
 GUEST = Path(__file__).with_name("truth_guest.py")
 _COPY_LOG = re.compile(
     r"\[I:onnxruntime:truth(\d+),[^\]]*\]\s*Add (Memcpy\w+) (after|before) (.*) for (\w+)\s*$"
@@ -34,7 +36,7 @@ _COPY_LOG = re.compile(
 def _model_bytes(model) -> bytes:
     import onnx
 
-    from ..modelio import fix_ir_version
+    from ort_dml_ops.modelio import fix_ir_version
 
     if isinstance(model, (str, os.PathLike)):
         proto = onnx.load(str(model))
@@ -75,7 +77,7 @@ def record(
     bool per model: create its session through ``ort_dml_ops.InferenceSession`` (models using the
     project's custom-op domain).
     """
-    from ..lane import lane_available, lane_dir
+    from ort_dml_ops.dml_lane import lane_available, lane_dir
 
     ready, why = lane_available()
     if not ready:
@@ -145,9 +147,7 @@ def _run(lane: Path, folder: Path, chunk: list) -> str:
     manifest = folder / f"manifest_{chunk[0]['id']}.json"
     manifest.write_text(json.dumps({"models": chunk}))
     env = dict(os.environ)
-    env["DML_LANE_PYTHONPATH"] = str(
-        Path(__file__).resolve().parents[2]
-    )  # the working tree, for use_fallback
+    env["DML_LANE_PYTHONPATH"] = str(guest_import_root(folder))  # for use_fallback
     env.setdefault("DML_LANE_TIMEOUT", str(120 + 300 * len(chunk)))
     try:
         proc = subprocess.run(

@@ -1,0 +1,158 @@
+"""Record what the WebGPU plugin EP does with each case of cases.py: which EP ORT's assignment
+record names for the node, and which int64 parameter inputs its kernel reads in CPU memory (see
+cases.py for the method).
+
+    import sys; sys.path.insert(0, "tools")
+    from webgpu_lane import record as R
+    rows = [R.record_case(c) for c in R.cases(["CumSum"])]
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+
+import onnx
+import onnx.defs
+
+from .cases import KNOWN_CPU_INPUTS, OPS, SWEPT, cases, since_versions
+from .single_op import DTYPES, MAX_OPSET, MIN_OPSET, WEBGPU, OpCase, type_str
+
+__all__ = [
+    "DTYPES",
+    "KNOWN_CPU_INPUTS",
+    "MAX_OPSET",
+    "MIN_OPSET",
+    "OPS",
+    "SWEPT",
+    "WEBGPU",
+    "OpCase",
+    "cases",
+    "memcpy_count",
+    "open_session",
+    "placement",
+    "record_case",
+    "record_cpu_inputs",
+    "since_versions",
+]
+
+
+def placement(session) -> dict:
+    """{node name: EP} from ORT's assignment record (record_ep_graph_assignment_info)."""
+    return {
+        n.name: sg.ep_name
+        for sg in session.get_provider_graph_assignment_info()
+        for n in sg.get_nodes()
+    }
+
+
+def open_session(model: onnx.ModelProto, profile: bool = False):
+    import onnxruntime as ort
+
+    from ort_dml_ops.session import InferenceSession
+
+    so = ort.SessionOptions()
+    so.log_severity_level = 4
+    so.add_session_config_entry("session.record_ep_graph_assignment_info", "1")
+    if profile:
+        so.enable_profiling = True
+        so.profile_file_prefix = os.path.join(
+            tempfile.gettempdir(), f"ort_dml_ops_webgpu_{os.getpid()}"
+        )
+    return InferenceSession(
+        model, providers=["WebGpuExecutionProvider"], sess_options=so
+    )
+
+
+def memcpy_count(session) -> int:
+    """Memcpy kernels in the profile of the runs so far (ends profiling; removes the file)."""
+    path = session.end_profiling()
+    try:
+        with open(path) as f:
+            events = json.load(f)
+    finally:
+        os.unlink(path)
+    return sum(
+        1
+        for e in events
+        if e.get("cat") == "Node"
+        and e["name"].endswith("_kernel_time")
+        and str(e.get("args", {}).get("op_name", "")).startswith("Memcpy")
+    )
+
+
+def record_case(case: OpCase) -> dict:
+    """{"case", "op", "since", "opset", "dtype", "label", "ep" | "error", "cpu_inputs"}."""
+    row = {
+        "case": case.name,
+        "op": case.op,
+        "since": case.since_version(),
+        "opset": case.opset,
+        "dtype": case.dtype,
+        "label": case.label,
+        "attrs": {k: v for k, v in case.attrs.items() if isinstance(v, (int, str))},
+    }
+    model = case.model()
+    try:
+        onnx.checker.check_model(model, full_check=True)
+    except Exception as exc:  # noqa: BLE001 - an invalid combination is not a kernel fact
+        row["error"] = f"invalid model: {str(exc).splitlines()[0]}"
+        return row
+    try:
+        sess = open_session(model)
+    except Exception as exc:  # noqa: BLE001 - recorded, e.g. no kernel on any EP
+        row["error"] = " ".join(str(exc).split())[:200]
+        return row
+    row["ep"] = placement(sess).get("op")
+    row["bindings"] = _bindings(case)
+    return row
+
+
+def record_cpu_inputs(case: OpCase) -> list[int]:
+    """Indices of the int64 parameter inputs the EP's kernel reads in CPU memory (see module doc)."""
+    out = []
+    for j, i in enumerate(case.inputs):
+        if not i.param:
+            continue
+        model = case.model(feed_params_from_cpu=i.name)
+        sess = open_session(model, profile=True)
+        where = placement(sess)
+        if where.get("op") != WEBGPU or where.get("cpu_mul") == WEBGPU:
+            sess.end_profiling()
+            continue
+        sess.run(None, case.feeds(feed_params_from_cpu=i.name))
+        if memcpy_count(sess) == 0:
+            out.append(j)
+    return out
+
+
+def _bindings(case: OpCase) -> dict:
+    """constraint name -> type string of the node's arguments (schema formal parameters)."""
+    schema = onnx.defs.get_schema(case.op, case.opset, case.domain)
+    constraints = {c.type_param_str for c in schema.type_constraints}
+    out: dict[str, str] = {}
+    for formal, i in zip(schema.inputs, case.inputs):
+        if i.name and formal.type_str in constraints:
+            out.setdefault(formal.type_str, type_str(i.elem))
+    if case.op == "Cast":
+        out["T2"] = type_str(case.attrs["to"])
+    if case.op == "ConstantOfShape":
+        out["T2"] = type_str(case.dtype)
+    if case.op == "If":
+        out["V"] = type_str(case.dtype)
+    for formal in schema.outputs:
+        if (
+            formal.type_str in constraints
+            and formal.type_str not in out
+            and formal.type_str in ("T1", "T2", "T")
+        ):
+            # outputs bound to a constraint of their own (IsNaN's T2 bool, Shape's T1 int64, ArgMax...)
+            fixed = next(
+                c
+                for c in schema.type_constraints
+                if c.type_param_str == formal.type_str
+            ).allowed_type_strs
+            if len(fixed) == 1:
+                out[formal.type_str] = fixed[0]
+    return out
