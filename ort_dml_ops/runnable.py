@@ -22,7 +22,7 @@ from .errors import UserError
 
 #: Newest ai.onnx opset ONNX Runtime loads: 26 for onnxruntime 1.31 (27 fails in
 #: ValidateOpsetForDomain, onnxruntime/core/graph/model_load_utils.h; measured); the
-#: onnxruntime-directml 1.24.4 limit (25) is the opset rule's business (lowering/opset.py).
+#: onnxruntime-directml 1.24.4 limit (25) is the opset rule's business (converter/rules/opset.py).
 ORT_MAX_OPSET = 26
 
 

@@ -87,7 +87,7 @@ def run(args) -> int:
             ort.capi.onnxruntime_pybind11_state.RuntimeException,
         ) as exc:
             first = str(exc).splitlines()[0]
-            # the lowered scatter's run-time guard (lowering/scatter.py), or, on the CPU EP, its
+            # the lowered scatter's run-time guard (converter/rules/scatter.py), or, on the CPU EP, its
             # position table's Gather, which ORT checks itself and which may run first
             if "/IndexOrSizeOutOfRange" in first or (
                 args.check_indices and "out of data bounds" in first

@@ -325,7 +325,7 @@ def _dml_kernel_creation_failure(node) -> str | None:
     Reshape with allowzero=1: the EP's Reshape (DmlOperatorCopy.cpp) fails kernel creation in
     MLOperatorAuthorImpl.cpp — at session creation for a static input shape (80070057), at the
     first run for a symbolic one; torch.onnx's dynamo exporter writes every view this way.
-    `convert --target dml` drops the attribute (lowering/reshape_allowzero.py)."""
+    `convert --target dml` drops the attribute (converter/rules/reshape_allowzero.py)."""
     if node.op_type == "Reshape" and node.domain in ("", "ai.onnx"):
         for a in node.attribute:
             if a.name == "allowzero" and a.i == 1:
