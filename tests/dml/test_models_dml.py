@@ -37,7 +37,7 @@ FAMILY = ("CumSum", "CumProd", "Scatter")
 #: scatter_reduce wraps its scatter in If(rank == 0) pairs and declares the second If's
 #: else-branch output (an Identity of the rank-2 result) and the graph output as rank 1; the DML
 #: EP fails at run in that Identity (MLOperatorAuthorImpl.cpp(2844), 80070057). convert folds the
-#: Ifs (their conditions follow from the declared ranks, lowering/fold_if.py) and repairs the
+#: Ifs (their conditions follow from the declared ranks, converter/rules/fold_if.py) and repairs the
 #: output declaration, so the converted model is held to the same strict test as every other.
 ORIGINAL_CANNOT_RUN = {
     "real/pyg_scatter_max_torchscript",

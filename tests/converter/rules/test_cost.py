@@ -1,4 +1,4 @@
-"""The cost figures in `convert`'s report (lowering/cost.py) and the `auto` choices they decide."""
+"""The cost figures in `convert`'s report (converter/rules/cost.py) and the `auto` choices they decide."""
 
 from __future__ import annotations
 
