@@ -61,3 +61,32 @@ def test_inspect_keeps_the_shape_node_ort_keeps(first, second, tmp_path):
     }
     shapes = {"shape_a", "shape_b"}
     assert predicted_running & shapes == kept & shapes
+
+
+def test_attributes_in_another_order_are_not_merged(tmp_path):
+    """ORT compares attribute maps in insertion order: written [noop, keepdims] vs written
+    [keepdims] with noop filled in after are kept apart (as on the converted PyG pooling model)."""
+    nodes = [
+        helper.make_node(
+            "ReduceMax", ["x"], ["s1"], name="r_a", noop_with_empty_axes=0, keepdims=0
+        ),
+        helper.make_node("ReduceMax", ["x"], ["s2"], name="r_b", keepdims=0),
+        helper.make_node("Neg", ["s1"], ["y1"], name="neg_a"),
+        helper.make_node("Neg", ["s2"], ["y2"], name="neg_b"),
+    ]
+    g = helper.make_graph(
+        nodes,
+        "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["n", 3])],
+        [
+            helper.make_tensor_value_info("y1", TensorProto.FLOAT, []),
+            helper.make_tensor_value_info("y2", TensorProto.FLOAT, []),
+        ],
+    )
+    model = helper.make_model(
+        g, opset_imports=[helper.make_opsetid("", 20)], ir_version=9
+    )
+    kept = _ort_kept(model, tmp_path)
+    report = inspect(model, "dml").to_dict()
+    running = {n["name"] for n in report["nodes"] if n["provider"] is not None}
+    assert running & {"r_a", "r_b"} == kept & {"r_a", "r_b"}

@@ -9,7 +9,8 @@
   outputs. A node producing a graph output is kept. Attributes are compared as ORT holds them:
   ``Graph::Resolve`` (``core/graph/graph.cc``, ``VerifyNodeAndOpMatch``) adds every attribute the
   op's schema gives a default to a node that does not write it, so ``Shape(x)`` and
-  ``Shape(x, start=0)`` are the same computation. The TransposeOptimizer's ``HandleShape`` clears
+  ``Shape(x, start=0)`` are the same computation — but in the order ORT inserted them
+  (``_attributes``). The TransposeOptimizer's ``HandleShape`` clears
   a Shape's ``start``/``end``, and the next Resolve puts ``start=0`` back: this is how a converted
   top-p warper's ``Shape(Transpose(le))`` comes to equal the export's own ``node_Shape_19 =
   Shape(le, start=0)``, and ORT keeps whichever comes first in its topological order.
@@ -68,16 +69,29 @@ def _defaults(op_type: str, domain: str, opset: int) -> dict[str, bytes]:
 
 
 def _attributes(node, opsets: dict) -> tuple:
-    """The node's attributes as ORT holds them after Resolve: schema defaults filled in."""
-    written = {
-        a.name: a.SerializeToString(deterministic=True) for a in node.proto.attribute
-    }
+    """The node's attributes as ORT holds them after Resolve, in the order it holds them: the
+    written ones in the node's order, then the schema defaults it fills in (name order).
+
+    ORT's CSE hashes and compares a node's attribute map in iteration order (``SameAttributes``,
+    ``CalculateHash``), and that order follows insertion: equal attributes inserted in another
+    order are different for it. Measured with ORT's optimized model: the export's
+    ``ReduceMax(batch, noop_with_empty_axes=0, keepdims=0)`` and the lowering's
+    ``ReduceMax(batch, keepdims=0)`` (noop filled in after) both survive, while ``Shape(le)`` and
+    ``Shape(le, start=0)`` (one attribute either way) are merged.
+    """
+    seq = [
+        (a.name, a.SerializeToString(deterministic=True)) for a in node.proto.attribute
+    ]
     domain = "" if node.domain == "ai.onnx" else node.domain
     opset = opsets.get(domain)
     if opset:
-        for name, default in _defaults(node.op_type, domain, int(opset)).items():
-            written.setdefault(name, default)
-    return tuple(sorted(written.values()))
+        written = {name for name, _ in seq}
+        for name, default in sorted(
+            _defaults(node.op_type, domain, int(opset)).items()
+        ):
+            if name not in written:
+                seq.append((name, default))
+    return tuple(seq)
 
 
 def eliminate(graph: Graph, opsets: dict | None = None) -> bool:
