@@ -50,6 +50,8 @@ def convert_model(
         with_inspect=with_inspect,
     )
     del proto
+    if not result.report.changed:  # nothing rewritten: the caller's model stays as it is
+        return result.report
     converted = ir.serde.deserialize_model(result.model)
     if base_dir:
         ir.external_data.set_base_dir(converted.graph, base_dir)

@@ -138,7 +138,7 @@ class ScatterLowering(Rule):
             shape = e.op("Where", ok, shape, e.i64([_BAD_DIM] * len(ddims)))
         y = e.reshape(out, shape, zeros_mapped=True)
         if ok is not None:
-            e.nodes[-1].name = ctx.unique(f"{e.prefix}/IndexOrSizeOutOfRange")
+            _name_guard(e, y)
         note = f"{_show(K)} updates into {_show(M)} elements; reduction {red}"
         if ok is not None:
             note += "; run-time guard: " + ("indices and sizes" if ctx.check_indices else "sizes")
@@ -195,8 +195,16 @@ def _unchanged_unless_mismatch(e: Emitter, data: ir.Value, shape_ok: ir.Value | 
         return e.op("Identity", data)
     ones = e.op("Where", shape_ok, e.i64([1]), e.i64([_BAD_DIM]))
     guard = e.op("Reshape", e.i64([1]), ones)
-    e.nodes[-1].name = e.ctx.unique(f"{e.prefix}/IndexOrSizeOutOfRange")
+    _name_guard(e, guard)
     return e.op("Expand", data, guard)
+
+
+def _name_guard(e: Emitter, value: ir.Value) -> None:
+    """Name the Reshape that fails a bad run `<node>/IndexOrSizeOutOfRange` (`run` reports it in
+    one line) — unless an earlier rewrite of the graph emitted the same guard (Emitter's memo)."""
+    node = value.producer()
+    if node is not None and any(n is node for n in e.nodes):
+        node.name = e.ctx.unique(f"{e.prefix}/IndexOrSizeOutOfRange")
 
 
 def _expected_update_dims(op_type: str, idims: list[Size], ddims: list[Size]) -> list[Size]:
