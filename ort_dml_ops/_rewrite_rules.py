@@ -9,9 +9,9 @@ import onnx_ir as ir
 from onnxscript.rewriter import pattern
 
 from ._domain import DOMAIN
-from .errors import UserError
 from .converter.rules.cumprod_native import cpu_has_cumprod
 from .converter.rules.cumsum_cast import CASTS
+from .errors import UserError
 
 #: the EPs whose CumSum kernels lack float64 / bfloat16 (targets of convert's cumsum-cast rule)
 CAST_TARGETS = ("dml", "cuda")

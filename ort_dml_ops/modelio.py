@@ -22,8 +22,13 @@ def ir_version_for(model: onnx.ModelProto) -> int:
     for imp in model.opset_import:
         domain = imp.domain or "ai.onnx"
         try:
-            needed = max(needed, onnx.helper.find_min_ir_version_for([imp], ignore_unknown=True))
-        except (ValueError, KeyError):  # an opset newer than this onnx knows: keep the cap
+            needed = max(
+                needed, onnx.helper.find_min_ir_version_for([imp], ignore_unknown=True)
+            )
+        except (
+            ValueError,
+            KeyError,
+        ):  # an opset newer than this onnx knows: keep the cap
             if domain in ("ai.onnx", "ai.onnx.ml"):
                 needed = MAX_IR_VERSION
     return min(max(needed, 7), MAX_IR_VERSION)
@@ -36,7 +41,11 @@ def fix_ir_version(model: onnx.ModelProto) -> onnx.ModelProto:
     return model
 
 
-def load_model(model: onnx.ModelProto | str | os.PathLike | bytes, *, load_external_data: bool = True) -> onnx.ModelProto:
+def load_model(
+    model: onnx.ModelProto | str | os.PathLike | bytes,
+    *,
+    load_external_data: bool = True,
+) -> onnx.ModelProto:
     """Accept a ModelProto, a path or serialized bytes; raise UserError naming the problem."""
     if isinstance(model, onnx.ModelProto):
         return model
@@ -59,20 +68,36 @@ def load_model(model: onnx.ModelProto | str | os.PathLike | bytes, *, load_exter
         try:
             proto = onnx.load(str(path), load_external_data=False)
         except DecodeError as exc:
-            raise UserError(f"{path}: not an ONNX model (protobuf decode failed: {exc})") from None
+            raise UserError(
+                f"{path}: not an ONNX model (protobuf decode failed: {exc})"
+            ) from None
         except (OSError, ValueError, onnx.checker.ValidationError) as exc:
-            first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            first = (
+                str(exc).strip().splitlines()[0]
+                if str(exc).strip()
+                else type(exc).__name__
+            )
             raise UserError(f"{path}: cannot load the model ({first})") from None
         _require_graph(proto, str(path))
         check_external_data(proto, path.parent, str(path))
         if load_external_data and _uses_external_data(proto):
             try:  # the paths were checked above: inside the model's folder, present
-                onnx.external_data_helper.load_external_data_for_model(proto, str(path.parent))
+                onnx.external_data_helper.load_external_data_for_model(
+                    proto, str(path.parent)
+                )
             except (OSError, ValueError) as exc:
-                first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-                raise UserError(f"{path}: cannot load the external data ({first})") from None
+                first = (
+                    str(exc).strip().splitlines()[0]
+                    if str(exc).strip()
+                    else type(exc).__name__
+                )
+                raise UserError(
+                    f"{path}: cannot load the external data ({first})"
+                ) from None
         return proto
-    raise UserError(f"expected an onnx.ModelProto, a path or bytes, got {type(model).__name__}")
+    raise UserError(
+        f"expected an onnx.ModelProto, a path or bytes, got {type(model).__name__}"
+    )
 
 
 def _tensors(proto: onnx.ModelProto):
@@ -107,13 +132,19 @@ def check_external_data(proto: onnx.ModelProto, folder: Path, what: str) -> None
         location = next((e.value for e in t.external_data if e.key == "location"), "")
         where = Path(location)
         if not location or where.is_absolute() or where.drive:
-            raise UserError(f"{what}: external data {location!r} of tensor {t.name!r} is outside the model's folder "
-                            "(an absolute path); refused")
+            raise UserError(
+                f"{what}: external data {location!r} of tensor {t.name!r} is outside the model's folder "
+                "(an absolute path); refused"
+            )
         target = (root / where).resolve()
         if target != root and root not in target.parents:
-            raise UserError(f"{what}: external data {location!r} of tensor {t.name!r} is outside the model's folder; refused")
+            raise UserError(
+                f"{what}: external data {location!r} of tensor {t.name!r} is outside the model's folder; refused"
+            )
         if not target.is_file():
-            raise UserError(f"{what}: external data file {location!r} of tensor {t.name!r} does not exist")
+            raise UserError(
+                f"{what}: external data file {location!r} of tensor {t.name!r} does not exist"
+            )
 
 
 def graphs(graph: onnx.GraphProto):
@@ -141,7 +172,11 @@ def without_external_data(model: onnx.ModelProto) -> onnx.ModelProto:
             if t.data_location != onnx.TensorProto.EXTERNAL:
                 keep.append(t)
             elif t.name not in inputs:
-                g.input.append(onnx.helper.make_tensor_value_info(t.name, t.data_type, list(t.dims)))
+                g.input.append(
+                    onnx.helper.make_tensor_value_info(
+                        t.name, t.data_type, list(t.dims)
+                    )
+                )
         del g.initializer[:]
         g.initializer.extend(keep)
     return copy
@@ -156,17 +191,27 @@ def check_defined_inputs(model: onnx.ModelProto, what: str = "") -> None:
     """
 
     def walk(graph: onnx.GraphProto, outer: frozenset) -> None:
-        defined = set(outer) | {v.name for v in graph.input} | {t.name for t in graph.initializer}
+        defined = (
+            set(outer)
+            | {v.name for v in graph.input}
+            | {t.name for t in graph.initializer}
+        )
         defined |= {o for n in graph.node for o in n.output if o}
         for node in graph.node:
             for name in node.input:
                 if name and name not in defined:
                     prefix = f"{what}: " if what else ""
                     label = node.name or node.op_type
-                    raise UserError(f"{prefix}node '{label}' reads '{name}', which no graph input, initializer "
-                                    "or node defines (ONNX Runtime refuses the model)")
+                    raise UserError(
+                        f"{prefix}node '{label}' reads '{name}', which no graph input, initializer "
+                        "or node defines (ONNX Runtime refuses the model)"
+                    )
             for attr in node.attribute:
-                for g in [attr.g] if attr.type == onnx.AttributeProto.GRAPH else list(attr.graphs):
+                for g in (
+                    [attr.g]
+                    if attr.type == onnx.AttributeProto.GRAPH
+                    else list(attr.graphs)
+                ):
                     walk(g, frozenset(defined))
 
     walk(model.graph, frozenset())
@@ -199,7 +244,9 @@ _CHUNK = 16 << 20
 _ALIGN = 4096
 
 
-def _copy_external_data(proto: onnx.ModelProto, src_dir: Path, dst: Path, tmp: str) -> None:
+def _copy_external_data(
+    proto: onnx.ModelProto, src_dir: Path, dst: Path, tmp: str
+) -> None:
     """Copy every external tensor's bytes from `src_dir` into the file `tmp` (to be renamed to
     `dst`) and point the tensors at `dst.name`. Streams in chunks (never the whole tensor in
     memory) and leaves all-zero chunks as holes, so a sparse input stays sparse."""
@@ -221,27 +268,37 @@ def _copy_external_data(proto: onnx.ModelProto, src_dir: Path, dst: Path, tmp: s
                 while left:
                     chunk = f.read(min(_CHUNK, left))
                     if not chunk:
-                        raise UserError(f"external data {info['location']!r} of tensor {t.name!r} is shorter than its "
-                                        f"declared length {length}")
-                    if chunk == zero[:len(chunk)]:
+                        raise UserError(
+                            f"external data {info['location']!r} of tensor {t.name!r} is shorter than its "
+                            f"declared length {length}"
+                        )
+                    if chunk == zero[: len(chunk)]:
                         out.seek(len(chunk), os.SEEK_CUR)
                     else:
                         out.write(chunk)
                     left -= len(chunk)
             del t.external_data[:]
-            for k, v in (("location", dst.name), ("offset", str(pos)), ("length", str(length))):
+            for k, v in (
+                ("location", dst.name),
+                ("offset", str(pos)),
+                ("length", str(length)),
+            ):
                 e = t.external_data.add()
                 e.key, e.value = k, v
             pos += length
         out.truncate(pos)
 
 
-def external_data_files(proto: onnx.ModelProto, folder: str | os.PathLike) -> list[Path]:
+def external_data_files(
+    proto: onnx.ModelProto, folder: str | os.PathLike
+) -> list[Path]:
     """The files the model's external tensors are read from (resolved against `folder`)."""
     out: dict[Path, None] = {}
     for t in _tensors(proto):
         if t.data_location == onnx.TensorProto.EXTERNAL:
-            location = next((e.value for e in t.external_data if e.key == "location"), "")
+            location = next(
+                (e.value for e in t.external_data if e.key == "location"), ""
+            )
             if location:
                 out[Path(folder) / location] = None
     return list(out)
@@ -253,8 +310,13 @@ def data_path_for(path: str | os.PathLike) -> Path:
     return path.with_name(path.name + ".data")
 
 
-def save_model_atomic(model: onnx.ModelProto, path: str | os.PathLike, *, source: str | os.PathLike | None = None,
-                      external_data_dir: str | os.PathLike | None = None) -> Path:
+def save_model_atomic(
+    model: onnx.ModelProto,
+    path: str | os.PathLike,
+    *,
+    source: str | os.PathLike | None = None,
+    external_data_dir: str | os.PathLike | None = None,
+) -> Path:
     """Write `model` to `path` through a temporary file in the same folder, then rename.
 
     Refuses (UserError, before writing) a `path` that is, or links to, `source` (the input
@@ -275,15 +337,28 @@ def save_model_atomic(model: onnx.ModelProto, path: str | os.PathLike, *, source
         for f in external_data_files(model, external_data_dir):
             outputs.protect(f, "the input's external data")
     outputs.add(path, "output")
-    data_path = outputs.add(data_path_for(path), "output's external data") if external else None
+    data_path = (
+        outputs.add(data_path_for(path), "output's external data") if external else None
+    )
     with outputs:
-        write_model(model, outputs.temp(path), path, external_data_dir if external else None,
-                    outputs.temp(data_path) if external else None)
+        write_model(
+            model,
+            outputs.temp(path),
+            path,
+            external_data_dir if external else None,
+            outputs.temp(data_path) if external else None,
+        )
         outputs.commit()
     return path
 
 
-def write_model(model: onnx.ModelProto, tmp: str, path: Path, external_data_dir=None, data_tmp: str | None = None) -> None:
+def write_model(
+    model: onnx.ModelProto,
+    tmp: str,
+    path: Path,
+    external_data_dir=None,
+    data_tmp: str | None = None,
+) -> None:
     """Write `model` into the temporary file `tmp` (to be renamed to `path`); with
     `external_data_dir`, copy its external tensors into `data_tmp` (to be `<path>.data`)."""
     from .writes import write_error
@@ -293,7 +368,9 @@ def write_model(model: onnx.ModelProto, tmp: str, path: Path, external_data_dir=
             copy = onnx.ModelProto()
             copy.CopyFrom(model)  # external tensors hold no bytes: a small copy
             model = copy
-            _copy_external_data(model, Path(external_data_dir), data_path_for(path), data_tmp)
+            _copy_external_data(
+                model, Path(external_data_dir), data_path_for(path), data_tmp
+            )
         fix_ir_version(model)
         with open(tmp, "wb") as f:
             serialize_into(model, f)
@@ -315,7 +392,11 @@ def serialize_into(model: onnx.ModelProto, f) -> None:
     so a reader (onnx, ONNX Runtime) sees the same model; only one tensor's bytes are copied at
     a time.
     """
-    big = [t for t in model.graph.initializer if t.HasField("raw_data") and _nbytes_or_zero(t) >= STREAM_BYTES]
+    big = [
+        t
+        for t in model.graph.initializer
+        if t.HasField("raw_data") and _nbytes_or_zero(t) >= STREAM_BYTES
+    ]
     if not big:
         f.write(model.SerializeToString())
         return
@@ -335,8 +416,15 @@ def serialize_into(model: onnx.ModelProto, f) -> None:
         raw = t.raw_data
         tensor_len = len(head_bytes) + 1 + len(_varint(len(raw))) + len(raw)
         graph_len = 1 + len(_varint(tensor_len)) + tensor_len
-        f.write(b"\x3a" + _varint(graph_len) + b"\x2a" + _varint(tensor_len) + head_bytes
-                + b"\x4a" + _varint(len(raw)))  # 0x3a: ModelProto.graph (7), 0x2a: GraphProto.initializer (5)
+        f.write(
+            b"\x3a"
+            + _varint(graph_len)
+            + b"\x2a"
+            + _varint(tensor_len)
+            + head_bytes
+            + b"\x4a"
+            + _varint(len(raw))
+        )  # 0x3a: ModelProto.graph (7), 0x2a: GraphProto.initializer (5)
         f.write(raw)  # 0x4a: TensorProto.raw_data (9), all length-delimited
         del raw
 
@@ -353,7 +441,9 @@ def _copy_fields(dst, src, skip=frozenset()) -> None:
     for field, value in src.ListFields():
         if field.name in skip:
             continue
-        repeated = getattr(field, "is_repeated", None)  # protobuf >= 6; older ones have `label`
+        repeated = getattr(
+            field, "is_repeated", None
+        )  # protobuf >= 6; older ones have `label`
         if repeated is None:
             repeated = field.label == field.LABEL_REPEATED
         if repeated:
@@ -378,7 +468,15 @@ def _varint(n: int) -> bytes:
 
 #: `location` of a stub left where a large initializer was detached (detach_large_initializers)
 DETACHED = "ort-dml-ops-detached:"
-_DATA_FIELDS = {"raw_data", "float_data", "int32_data", "string_data", "int64_data", "double_data", "uint64_data"}
+_DATA_FIELDS = {
+    "raw_data",
+    "float_data",
+    "int32_data",
+    "string_data",
+    "int64_data",
+    "double_data",
+    "uint64_data",
+}
 
 
 def detach_large_initializers(model: onnx.ModelProto, threshold: int = STREAM_BYTES):
@@ -392,8 +490,12 @@ def detach_large_initializers(model: onnx.ModelProto, threshold: int = STREAM_BY
     the rules only need the values of small constants (axes, shapes). `attach_detached` puts
     the data back.
     """
-    big = {t.name: t for t in model.graph.initializer
-           if t.data_location != onnx.TensorProto.EXTERNAL and _nbytes_or_zero(t) >= threshold}
+    big = {
+        t.name: t
+        for t in model.graph.initializer
+        if t.data_location != onnx.TensorProto.EXTERNAL
+        and _nbytes_or_zero(t) >= threshold
+    }
     copy = onnx.ModelProto()
     if not big:
         copy.CopyFrom(model)
@@ -419,7 +521,9 @@ def attach_detached(model: onnx.ModelProto, detached: dict) -> onnx.ModelProto:
         return model
     for t in model.graph.initializer:
         if t.data_location == onnx.TensorProto.EXTERNAL:
-            location = next((e.value for e in t.external_data if e.key == "location"), "")
+            location = next(
+                (e.value for e in t.external_data if e.key == "location"), ""
+            )
             if location.startswith(DETACHED):
-                t.CopyFrom(detached[location[len(DETACHED):]])
+                t.CopyFrom(detached[location[len(DETACHED) :]])
     return model

@@ -13,8 +13,8 @@ import pytest
 from onnx_ir.passes import common as common_passes
 
 from ort_dml_ops import DOMAIN, GraphBuilder, UserError, convert, inspect, zoo
-from ort_dml_ops.passes import ConvertPass, rewrite_rules
 from ort_dml_ops.domain_schemas import registered
+from ort_dml_ops.passes import ConvertPass, rewrite_rules
 from ort_dml_ops.session import InferenceSession
 
 onnxscript_rewriter = pytest.importorskip("onnxscript.rewriter")

@@ -287,7 +287,11 @@ def _cpu_family_nodes(name: str, strategy: str) -> dict:
     keys = ("the rank of data is unknown", "the rank of indices is unknown")
     found = {}
     for n in inspect(result.model, target="dml").nodes:
-        if n.op_type not in FAMILY_OPS or n.provider == "DmlExecutionProvider" or n.removed_by:
+        if (
+            n.op_type not in FAMILY_OPS
+            or n.provider == "DmlExecutionProvider"
+            or n.removed_by
+        ):
             continue  # on the GPU, or never run (ORT removes it as a duplicate of one that is)
         original = n.name if n.name in by_name else n.name.rsplit("/fallback", 1)[0]
         rep = by_name.get(original)

@@ -33,7 +33,9 @@ def test_readme_torch_snippet_runs_exactly(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        exec(compile(_snippet(), "README.md:torch-snippet", "exec"), {})  # noqa: S102 - the README's own code
+        exec(
+            compile(_snippet(), "README.md:torch-snippet", "exec"), {}
+        )  # the README's own code
     snippet = _snippet()
     assert (
         "torch.cumprod" in snippet

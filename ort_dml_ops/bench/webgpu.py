@@ -175,7 +175,11 @@ def _copies(model, force_cpu: bool, feeds: dict) -> tuple[int, int]:
     copies = written = 0
     seen = set()
     for e in events:
-        if e.get("cat") != "Node" or not e.get("name", "").endswith("_kernel_time") or e["name"] in seen:
+        if (
+            e.get("cat") != "Node"
+            or not e.get("name", "").endswith("_kernel_time")
+            or e["name"] in seen
+        ):
             continue
         seen.add(e["name"])
         args = e.get("args") or {}

@@ -151,9 +151,17 @@ def run(args) -> int:
         for n in result.report.nodes:
             print(f"  {n.name or n.op_type}: {n.action} - {n.reason}", file=sys.stdout)
             if n.cost:
-                print("    cost: " + "; ".join(f"{k} {v['passes']:g} passes, {v['copies']} copies"
-                                             for k, v in n.cost.items()), file=sys.stdout)
-        for line in result.report.normalized:  # whole-graph fixes (If folded, output declaration, allowzero)
+                print(
+                    "    cost: "
+                    + "; ".join(
+                        f"{k} {v['passes']:g} passes, {v['copies']} copies"
+                        for k, v in n.cost.items()
+                    ),
+                    file=sys.stdout,
+                )
+        for line in (
+            result.report.normalized
+        ):  # whole-graph fixes (If folded, output declaration, allowzero)
             print(f"  graph: {line}", file=sys.stdout)
     return 0
 

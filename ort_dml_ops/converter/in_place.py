@@ -50,7 +50,9 @@ def convert_model(
         with_inspect=with_inspect,
     )
     del proto
-    if not result.report.changed:  # nothing rewritten: the caller's model stays as it is
+    if (
+        not result.report.changed
+    ):  # nothing rewritten: the caller's model stays as it is
         return result.report
     converted = ir.serde.deserialize_model(result.model)
     if base_dir:

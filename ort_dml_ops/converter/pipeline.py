@@ -112,7 +112,9 @@ def convert(
     # 2. shapes (the project's domain ops read as their ONNX twins for inference only)
     proto = _infer_shapes(proto)
     # 2b. If nodes the declared shapes decide: the taken branch inlined (rules/fold_if.py)
-    folds = fold_static_ifs(proto, _infer_shapes) if strategy != "native" else FoldResult()
+    folds = (
+        fold_static_ifs(proto, _infer_shapes) if strategy != "native" else FoldResult()
+    )
     signature = folds.signature(signature)
     try:
         model_ir = ir.serde.deserialize_model(proto)

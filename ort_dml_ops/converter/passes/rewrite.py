@@ -100,7 +100,9 @@ def _convert_node(
     if strategy == "auto" and cost.dominated(costs, "lowered", by="cpu"):
         message = "the CPU path is no costlier in passes and copies (report: cost)"
         refusals.append(f"cost: {message}")
-        rep.refusals.append({"rule": "cost", "code": "cpu-path-cheaper", "message": message})
+        rep.refusals.append(
+            {"rule": "cost", "code": "cpu-path-cheaper", "message": message}
+        )
         rules = []
     for rule in rules:
         why = rule.check(node, ctx)

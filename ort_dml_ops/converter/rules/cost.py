@@ -234,7 +234,9 @@ def _cumsum_axis(node: ir.Node) -> int | None:
 
 
 def _bytes(v: ir.Value | None) -> int | None:
-    if v is None or v.dtype is None or v.dtype == ir.DataType.STRING:  # strings: no fixed width
+    if (
+        v is None or v.dtype is None or v.dtype == ir.DataType.STRING
+    ):  # strings: no fixed width
         return None
     shape = static_shape(v)
     if shape is None or None in shape:

@@ -53,9 +53,18 @@ from ._base import (
 
 #: dtypes the Mul-based lowering supports (ONNX Mul-14 type set minus bool).
 SUPPORTED = {
-    ir.DataType.FLOAT, ir.DataType.FLOAT16, ir.DataType.DOUBLE, ir.DataType.BFLOAT16,
-    ir.DataType.INT32, ir.DataType.INT64, ir.DataType.UINT32, ir.DataType.UINT64,
-    ir.DataType.INT8, ir.DataType.INT16, ir.DataType.UINT8, ir.DataType.UINT16,
+    ir.DataType.FLOAT,
+    ir.DataType.FLOAT16,
+    ir.DataType.DOUBLE,
+    ir.DataType.BFLOAT16,
+    ir.DataType.INT32,
+    ir.DataType.INT64,
+    ir.DataType.UINT32,
+    ir.DataType.UINT64,
+    ir.DataType.INT8,
+    ir.DataType.INT16,
+    ir.DataType.UINT8,
+    ir.DataType.UINT16,
 }
 #: Axes this short are scanned with a single chain (slices of at least SMALL_INNER elements).
 FLAT_MAX = 32
@@ -91,15 +100,27 @@ class CumProdLowering(Rule):
         if len(node.inputs) < 2 or node.inputs[1] is None:
             return Refusal("no-axis", "CumProd has no axis input")
         if const_array(node.inputs[1]) is None:
-            return Refusal("axis-not-constant", "the axis input is not a constant; the scan is laid out at convert time")
+            return Refusal(
+                "axis-not-constant",
+                "the axis input is not a constant; the scan is laid out at convert time",
+            )
         shape = static_shape(x)
         if shape is None:
-            return Refusal("rank-unknown", "the rank of the input is unknown (run shape inference or give input shapes)")
+            return Refusal(
+                "rank-unknown",
+                "the rank of the input is unknown (run shape inference or give input shapes)",
+            )
         if x.dtype not in SUPPORTED:
-            return Refusal("dtype-unsupported", f"no Mul for element type {x.dtype.name if x.dtype else 'unknown'}")
+            return Refusal(
+                "dtype-unsupported",
+                f"no Mul for element type {x.dtype.name if x.dtype else 'unknown'}",
+            )
         axis = int(const_array(node.inputs[1]).reshape(-1)[0])
         if not -len(shape) <= axis < len(shape):
-            return Refusal("axis-out-of-range", f"axis {axis} is out of range for rank {len(shape)}")
+            return Refusal(
+                "axis-out-of-range",
+                f"axis {axis} is out of range for rank {len(shape)}",
+            )
         if ctx.opset < 11:
             return Refusal("opset-too-old", f"opset {ctx.opset} < 11")
         return None
@@ -115,9 +136,13 @@ class CumProdLowering(Rule):
         n = shape[axis]
         width = ctx.options.get("max_io_width")
         if n is None:
-            y, note = scan_symbolic(e, x, shape, axis, "Mul", exclusive, reverse, x.dtype, max_width=width)
+            y, note = scan_symbolic(
+                e, x, shape, axis, "Mul", exclusive, reverse, x.dtype, max_width=width
+            )
         else:
-            y = scan_static(e, x, shape, axis, "Mul", exclusive, reverse, x.dtype, max_width=width)
+            y = scan_static(
+                e, x, shape, axis, "Mul", exclusive, reverse, x.dtype, max_width=width
+            )
             note = f"axis length {n}: {scan_plan(shape, axis, max_width=width)}"
         return e.done([y], note)
 
@@ -133,14 +158,24 @@ def _identity(op: str, dtype: ir.DataType):
     raise ValueError(op)
 
 
-def _ones_like_piece(e: Emitter, dtype: ir.DataType, piece_shape: list[int] | ir.Value, op: str) -> ir.Value:
-    one = e.const(np.full([1] * (len(piece_shape) if isinstance(piece_shape, list) else 1), _identity(op, dtype), dtype=dtype.numpy()))
+def _ones_like_piece(
+    e: Emitter, dtype: ir.DataType, piece_shape: list[int] | ir.Value, op: str
+) -> ir.Value:
+    one = e.const(
+        np.full(
+            [1] * (len(piece_shape) if isinstance(piece_shape, list) else 1),
+            _identity(op, dtype),
+            dtype=dtype.numpy(),
+        )
+    )
     if isinstance(piece_shape, list):
         return e.op("Expand", one, e.i64(piece_shape), dtype=dtype, shape=piece_shape)
     return e.op("Expand", one, piece_shape, dtype=dtype)
 
 
-def _links(e: Emitter, pieces: list[ir.Value], order: list[int], op: str, dtype: ir.DataType) -> dict[int, ir.Value]:
+def _links(
+    e: Emitter, pieces: list[ir.Value], order: list[int], op: str, dtype: ir.DataType
+) -> dict[int, ir.Value]:
     """The inclusive chain over `pieces` taken in `order`: {k: op of the pieces up to k}."""
     out: dict[int, ir.Value] = {}
     prev = None
@@ -150,7 +185,17 @@ def _links(e: Emitter, pieces: list[ir.Value], order: list[int], op: str, dtype:
     return out
 
 
-def chain(e: Emitter, x: ir.Value, n: int, ax: int, op: str, exclusive: bool, reverse: bool, dtype: ir.DataType, piece_shape: list[int] | None):
+def chain(
+    e: Emitter,
+    x: ir.Value,
+    n: int,
+    ax: int,
+    op: str,
+    exclusive: bool,
+    reverse: bool,
+    dtype: ir.DataType,
+    piece_shape: list[int] | None,
+):
     """Sequential scan of n slices along `ax`: (scanned tensor, inclusive total slice)."""
     pieces = e.split(x, [1] * n, ax) if n > 1 else [x]
     order = list(range(n - 1, -1, -1)) if reverse else list(range(n))
@@ -167,12 +212,22 @@ def chain(e: Emitter, x: ir.Value, n: int, ax: int, op: str, exclusive: bool, re
     return y, total
 
 
-def scan_static(e: Emitter, x: ir.Value, shape: list[int | None], axis: int, op: str, exclusive: bool, reverse: bool, dtype: ir.DataType, max_width: int | None = None) -> ir.Value:
+def scan_static(
+    e: Emitter,
+    x: ir.Value,
+    shape: list[int | None],
+    axis: int,
+    op: str,
+    exclusive: bool,
+    reverse: bool,
+    dtype: ir.DataType,
+    max_width: int | None = None,
+) -> ir.Value:
     """Scan along `axis` whose length is known; other dims may be symbolic. No Split or Concat
     is wider than `max_width` (None: the defaults above)."""
     n = shape[axis]
     rank = len(shape)
-    pre, post = shape[:axis], shape[axis + 1:]
+    pre, post = shape[:axis], shape[axis + 1 :]
     all_static = all(d is not None for d in shape)
     P = int(np.prod(pre)) if all(d is not None for d in pre) else None
     I = int(np.prod(post)) if all(d is not None for d in post) else None
@@ -180,23 +235,55 @@ def scan_static(e: Emitter, x: ir.Value, shape: list[int | None], axis: int, op:
         return e.op("Identity", x, dtype=dtype)
     if n == 1:
         if exclusive:
-            one = e.const(np.full([1] * rank, _identity(op, dtype), dtype=dtype.numpy()))
+            one = e.const(
+                np.full([1] * rank, _identity(op, dtype), dtype=dtype.numpy())
+            )
             return e.op("Expand", one, e.op("Shape", x), dtype=dtype)
         return e.op("Identity", x, dtype=dtype)
     small_inner = I is not None and I < SMALL_INNER
     if n <= _chain_max(small_inner, max_width):
         # one chain on x itself: no view, so a graph input is not copied
-        piece = ([1 if k == axis else d for k, d in enumerate(shape)] if all_static
-                 else _dyn_piece_shape(e, x, axis) if exclusive else None)
+        piece = (
+            [1 if k == axis else d for k, d in enumerate(shape)]
+            if all_static
+            else _dyn_piece_shape(e, x, axis)
+            if exclusive
+            else None
+        )
         return chain(e, x, n, axis, op, exclusive, reverse, dtype, piece)[0]
     if P is None and I is None:
-        return scan_symbolic(e, x, shape, axis, op, exclusive, reverse, dtype, max_width)[0]
-    y = radix_scan(e, e.reshape(x, [_dim(P), n, _dim(I)]), P, n, I, op, exclusive, reverse, dtype, small_inner,
-                   max_width)
+        return scan_symbolic(
+            e, x, shape, axis, op, exclusive, reverse, dtype, max_width
+        )[0]
+    y = radix_scan(
+        e,
+        e.reshape(x, [_dim(P), n, _dim(I)]),
+        P,
+        n,
+        I,
+        op,
+        exclusive,
+        reverse,
+        dtype,
+        small_inner,
+        max_width,
+    )
     return e.reshape(y, list(shape) if all_static else e.op("Shape", x))
 
 
-def radix_scan(e: Emitter, x: ir.Value, P: int | None, n: int, I: int | None, op: str, exclusive: bool, reverse: bool, dtype: ir.DataType, small_inner: bool, max_width: int | None = None) -> ir.Value:
+def radix_scan(
+    e: Emitter,
+    x: ir.Value,
+    P: int | None,
+    n: int,
+    I: int | None,
+    op: str,
+    exclusive: bool,
+    reverse: bool,
+    dtype: ir.DataType,
+    small_inner: bool,
+    max_width: int | None = None,
+) -> ir.Value:
     """Scan along axis 1 of x, a [P, n, I] view (P or I None when symbolic, never both).
 
     Cut the axis into m blocks of b consecutive elements and view them as [P·m, b, I]: one
@@ -205,30 +292,63 @@ def radix_scan(e: Emitter, x: ir.Value, P: int | None, n: int, I: int | None, op
     block's prefix and the columns concatenated back.
     """
     if n <= _chain_max(small_inner, max_width):
-        piece = [P, 1, I] if P is not None and I is not None else _dyn_piece_shape(e, x, 1) if exclusive else None
+        piece = (
+            [P, 1, I]
+            if P is not None and I is not None
+            else _dyn_piece_shape(e, x, 1)
+            if exclusive
+            else None
+        )
         return chain(e, x, n, 1, op, exclusive, reverse, dtype, piece)[0]
     b = _block(n, small_inner, max_width)
     m = -(-n // b)
-    if m * b != n:  # pad with the identity: at the end, or at the start of a reverse scan
+    if (
+        m * b != n
+    ):  # pad with the identity: at the end, or at the start of a reverse scan
         pad = m * b - n
-        x = e.pad(x, [0, pad, 0, 0, 0, 0] if reverse else [0, 0, 0, 0, pad, 0], e.scalar(_identity(op, dtype), dtype))
+        x = e.pad(
+            x,
+            [0, pad, 0, 0, 0, 0] if reverse else [0, 0, 0, 0, pad, 0],
+            e.scalar(_identity(op, dtype), dtype),
+        )
     rows = P * m if P is not None else -1
     cols = e.split(e.reshape(x, [rows, b, _dim(I)]), [1] * b, 1)
     order = list(range(b - 1, -1, -1)) if reverse else list(range(b))
     within = _links(e, cols, order, op, dtype)
     totals = within[order[-1]]
-    prefix = radix_scan(e, e.reshape(totals, [_dim(P), m, _dim(I)]), P, m, I, op, True, reverse, dtype, small_inner,
-                        max_width)
+    prefix = radix_scan(
+        e,
+        e.reshape(totals, [_dim(P), m, _dim(I)]),
+        P,
+        m,
+        I,
+        op,
+        True,
+        reverse,
+        dtype,
+        small_inner,
+        max_width,
+    )
     prefix = e.reshape(prefix, [rows, 1, _dim(I)])
-    y = e.reshape(_with_prefix(e, prefix, within, order, op, exclusive, dtype), [_dim(P), m * b, _dim(I)])
+    y = e.reshape(
+        _with_prefix(e, prefix, within, order, op, exclusive, dtype),
+        [_dim(P), m * b, _dim(I)],
+    )
     if m * b != n:
         start = m * b - n if reverse else 0
         y = e.slice(y, [start], [start + n], [1])
     return y
 
 
-def _with_prefix(e: Emitter, prefix: ir.Value, within: dict, order: list[int], op: str, exclusive: bool,
-                 dtype: ir.DataType) -> ir.Value:
+def _with_prefix(
+    e: Emitter,
+    prefix: ir.Value,
+    within: dict,
+    order: list[int],
+    op: str,
+    exclusive: bool,
+    dtype: ir.DataType,
+) -> ir.Value:
     """Each block column combined with its block's (exclusive) prefix, concatenated along axis 1:
     the inclusive chain value of the column, or for an exclusive scan that of the column before
     it in scan order (the first column takes the prefix alone)."""
@@ -237,7 +357,11 @@ def _with_prefix(e: Emitter, prefix: ir.Value, within: dict, order: list[int], o
         if not exclusive:
             parts[k] = e.op(op, prefix, within[k], dtype=dtype)
         else:
-            parts[k] = prefix if i == 0 else e.op(op, prefix, within[order[i - 1]], dtype=dtype)
+            parts[k] = (
+                prefix
+                if i == 0
+                else e.op(op, prefix, within[order[i - 1]], dtype=dtype)
+            )
     return e.op("Concat", *[parts[k] for k in range(len(order))], axis=1, dtype=dtype)
 
 
@@ -245,7 +369,7 @@ def scan_plan(shape: list[int | None], axis: int, max_width: int | None = None) 
     """What scan_static lays out for this axis, for the report: "single chain", or the block
     sizes level by level ("blocks of 4, 4, 4, then a chain of 4")."""
     n = shape[axis]
-    post = shape[axis + 1:]
+    post = shape[axis + 1 :]
     I = int(np.prod(post)) if all(d is not None for d in post) else None
     small_inner = I is not None and I < SMALL_INNER
     if None in shape[:axis] and I is None:
@@ -271,7 +395,10 @@ def _block(n: int, small_inner: bool, max_width: int | None = None) -> int:
     b = radix(n) if small_inner else block_size(n)[1]
     if max_width is None or b <= max_width:
         return b
-    return next((d for d in range(max_width, max(2, max_width // 2) - 1, -1) if n % d == 0), max_width)
+    return next(
+        (d for d in range(max_width, max(2, max_width // 2) - 1, -1) if n % d == 0),
+        max_width,
+    )
 
 
 def radix(n: int) -> int:
@@ -298,8 +425,17 @@ def _dyn_piece_shape(e: Emitter, t: ir.Value, ax: int) -> ir.Value:
     return e.op("Concat", *parts, axis=0)
 
 
-def scan_symbolic(e: Emitter, x: ir.Value, shape: list[int | None], axis: int, op: str, exclusive: bool,
-                  reverse: bool, dtype: ir.DataType, max_width: int | None = None) -> tuple[ir.Value, str]:
+def scan_symbolic(
+    e: Emitter,
+    x: ir.Value,
+    shape: list[int | None],
+    axis: int,
+    op: str,
+    exclusive: bool,
+    reverse: bool,
+    dtype: ir.DataType,
+    max_width: int | None = None,
+) -> tuple[ir.Value, str]:
     """Scan along an axis whose length n is known only at run time: the radix scan of the static
     path with a fixed block width, so the node count does not depend on n and the work stays
     that of the static plan for the same n.
@@ -311,33 +447,53 @@ def scan_symbolic(e: Emitter, x: ir.Value, shape: list[int | None], axis: int, o
     levels the n / b^levels totals left are finished by Hillis–Steele steps, as many as a length
     below 2^31 needs — on a tensor b^levels times smaller than x.
     """
-    post = shape[axis + 1:]
+    post = shape[axis + 1 :]
     others = shape[:axis] + post
     if any(d is None or d == 0 for d in others):
         y = scan_doubling(e, x, axis, len(shape), op, exclusive, reverse, dtype)
-        return y, (f"symbolic axis length and other dims symbolic: {DYN_STEPS}-step doubling scan on x itself "
-                   "(exact for empty tensors too)")
+        return y, (
+            f"symbolic axis length and other dims symbolic: {DYN_STEPS}-step doubling scan on x itself "
+            "(exact for empty tensors too)"
+        )
     I_static = int(np.prod(post)) if all(d is not None for d in post) else None
     small_inner = I_static is not None and I_static < SMALL_INNER
     b, levels = (RADIX, 4) if small_inner else (DYN_BLOCK, 2)
-    if max_width is not None and b > max_width:  # a target binding few tensors per node: narrower, deeper
+    if (
+        max_width is not None and b > max_width
+    ):  # a target binding few tensors per node: narrower, deeper
         levels = math.ceil(levels * math.log2(b) / math.log2(max_width))
         b = max_width
     dims = sizes.dims(e, x)
     P = sizes.product(e, dims[:axis])
-    I = sizes.product(e, dims[axis + 1:])
+    I = sizes.product(e, dims[axis + 1 :])
     n = dims[axis]
     view = e.reshape(x, sizes.concat(e, [P, n, I]))
-    y = _radix_symbolic(e, view, P, n, I, op, exclusive, reverse, dtype, b, levels, DYN_STEPS)
+    y = _radix_symbolic(
+        e, view, P, n, I, op, exclusive, reverse, dtype, b, levels, DYN_STEPS
+    )
     y = e.reshape(y, sizes.shape_tensor(e, x))
     hs = max(0, DYN_STEPS - levels * int(math.log2(b)))
-    note = (f"symbolic axis length: {levels} levels of blocks of {b}, then {hs} doubling steps on the "
-            f"block totals (exact for every length < 2^{DYN_STEPS}; node count independent of the length)")
+    note = (
+        f"symbolic axis length: {levels} levels of blocks of {b}, then {hs} doubling steps on the "
+        f"block totals (exact for every length < 2^{DYN_STEPS}; node count independent of the length)"
+    )
     return y, note
 
 
-def _radix_symbolic(e: Emitter, x: ir.Value, P, n, I, op: str, exclusive: bool, reverse: bool,
-                    dtype: ir.DataType, b: int, levels: int, bits: int) -> ir.Value:
+def _radix_symbolic(
+    e: Emitter,
+    x: ir.Value,
+    P,
+    n,
+    I,
+    op: str,
+    exclusive: bool,
+    reverse: bool,
+    dtype: ir.DataType,
+    b: int,
+    levels: int,
+    bits: int,
+) -> ir.Value:
     """Scan along axis 1 of the [P, n, I] view x, n a run-time [1] int64 (or int)."""
     if levels == 0:
         return _doubling(e, x, n, op, exclusive, reverse, dtype, max(0, bits))
@@ -351,16 +507,46 @@ def _radix_symbolic(e: Emitter, x: ir.Value, P, n, I, op: str, exclusive: bool, 
     order = list(range(b - 1, -1, -1)) if reverse else list(range(b))
     within = _links(e, cols, order, op, dtype)
     totals = e.reshape(within[order[-1]], sizes.concat(e, [P, m, I]))
-    prefix = _radix_symbolic(e, totals, P, m, I, op, True, reverse, dtype, b, levels - 1, bits - int(math.log2(b)))
+    prefix = _radix_symbolic(
+        e,
+        totals,
+        P,
+        m,
+        I,
+        op,
+        True,
+        reverse,
+        dtype,
+        b,
+        levels - 1,
+        bits - int(math.log2(b)),
+    )
     prefix = e.reshape(prefix, sizes.concat(e, [rows, 1, I]))
-    y = e.reshape(_with_prefix(e, prefix, within, order, op, exclusive, dtype),
-                  sizes.concat(e, [P, sizes.mul(e, m, b), I]))
+    y = e.reshape(
+        _with_prefix(e, prefix, within, order, op, exclusive, dtype),
+        sizes.concat(e, [P, sizes.mul(e, m, b), I]),
+    )
     start = pad if reverse else 0
-    return e.op("Slice", y, sizes.tensor(e, start), sizes.tensor(e, sizes.add(e, start, n)), e.i64([1]), dtype=dtype)
+    return e.op(
+        "Slice",
+        y,
+        sizes.tensor(e, start),
+        sizes.tensor(e, sizes.add(e, start, n)),
+        e.i64([1]),
+        dtype=dtype,
+    )
 
 
-def _doubling(e: Emitter, x: ir.Value, n, op: str, exclusive: bool, reverse: bool, dtype: ir.DataType,
-              steps: int) -> ir.Value:
+def _doubling(
+    e: Emitter,
+    x: ir.Value,
+    n,
+    op: str,
+    exclusive: bool,
+    reverse: bool,
+    dtype: ir.DataType,
+    steps: int,
+) -> ir.Value:
     """Hillis–Steele along axis 1 of a [P, n, I] view: `steps` steps y = y ⊕ shift(y, 2^k), each
     shift a Pad (identity) then Slice; exact for every length < 2^steps."""
     ident = e.scalar(_identity(op, dtype), dtype)
@@ -368,11 +554,16 @@ def _doubling(e: Emitter, x: ir.Value, n, op: str, exclusive: bool, reverse: boo
 
     def shift(t: ir.Value, s: int) -> ir.Value:
         w = e.op("Min", e.i64([s]), n_t)
-        pads = e.op("Concat", e.i64([0, 0, 0, 0]), w, e.i64([0]), axis=0) if reverse else \
-            e.op("Concat", e.i64([0]), w, e.i64([0, 0, 0, 0]), axis=0)
+        pads = (
+            e.op("Concat", e.i64([0, 0, 0, 0]), w, e.i64([0]), axis=0)
+            if reverse
+            else e.op("Concat", e.i64([0]), w, e.i64([0, 0, 0, 0]), axis=0)
+        )
         padded = e.op("Pad", t, pads, ident, mode="constant")
         if reverse:
-            return e.op("Slice", padded, w, e.op("Add", w, n_t), e.i64([1]), dtype=dtype)
+            return e.op(
+                "Slice", padded, w, e.op("Add", w, n_t), e.i64([1]), dtype=dtype
+            )
         return e.op("Slice", padded, e.i64([0]), n_t, e.i64([1]), dtype=dtype)
 
     y = x
@@ -383,7 +574,16 @@ def _doubling(e: Emitter, x: ir.Value, n, op: str, exclusive: bool, reverse: boo
     return y
 
 
-def scan_doubling(e: Emitter, x: ir.Value, axis: int, rank: int, op: str, exclusive: bool, reverse: bool, dtype: ir.DataType) -> ir.Value:
+def scan_doubling(
+    e: Emitter,
+    x: ir.Value,
+    axis: int,
+    rank: int,
+    op: str,
+    exclusive: bool,
+    reverse: bool,
+    dtype: ir.DataType,
+) -> ir.Value:
     """Hillis–Steele on x itself along `axis`, pad widths clipped to the run-time axis length
     (DYN_STEPS full-size steps): no Reshape, so it is exact for empty tensors of any shape —
     the radix scan's views cannot express two zero dims without Reshape's allowzero, which the
@@ -396,12 +596,24 @@ def scan_doubling(e: Emitter, x: ir.Value, axis: int, rank: int, op: str, exclus
 
     def shift(t: ir.Value, s: int) -> ir.Value:
         w = e.op("Min", e.i64([s]), n)
-        parts = [zeros_before, e.i64([0]), zeros_mid, w, zeros_after] if reverse else [zeros_before, w, zeros_mid, e.i64([0]), zeros_after]
-        parts = [p for p in parts if not (p is zeros_before and axis == 0) and not (p is zeros_after and axis == rank - 1) and not (p is zeros_mid and rank == 1)]
+        parts = (
+            [zeros_before, e.i64([0]), zeros_mid, w, zeros_after]
+            if reverse
+            else [zeros_before, w, zeros_mid, e.i64([0]), zeros_after]
+        )
+        parts = [
+            p
+            for p in parts
+            if not (p is zeros_before and axis == 0)
+            and not (p is zeros_after and axis == rank - 1)
+            and not (p is zeros_mid and rank == 1)
+        ]
         pads = e.op("Concat", *parts, axis=0)
         padded = e.pad(t, pads, ident)
         if reverse:
-            return e.op("Slice", padded, w, e.op("Add", w, n), e.i64([axis]), dtype=dtype)
+            return e.op(
+                "Slice", padded, w, e.op("Add", w, n), e.i64([axis]), dtype=dtype
+            )
         return e.op("Slice", padded, e.i64([0]), n, e.i64([axis]), dtype=dtype)
 
     y = x

@@ -88,7 +88,7 @@ def fold_static_ifs(
         shapes = _shapes(g)
         consts = _Constants(g, shapes)
         done_this_round = False
-        for i, node in enumerate(list(g.node)):
+        for node in list(g.node):
             if node.op_type != "If" or node.domain not in ("", "ai.onnx"):
                 continue
             cond = consts.value(node.input[0])

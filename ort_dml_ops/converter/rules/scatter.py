@@ -58,14 +58,24 @@ from .sizes import Size
 REDUCE_OPS = {"add": "Add", "mul": "Mul", "max": "Max", "min": "Min"}
 MAX_SLOTS = 2**24 - 2
 MAX_GATHER = 2**31 - 1
-_FLOATS = (ir.DataType.FLOAT, ir.DataType.DOUBLE, ir.DataType.FLOAT16, ir.DataType.BFLOAT16)
+_FLOATS = (
+    ir.DataType.FLOAT,
+    ir.DataType.DOUBLE,
+    ir.DataType.FLOAT16,
+    ir.DataType.BFLOAT16,
+)
 #: the guard's refused shape: Reshape rejects any dim below -1 (on every EP, at run time)
 _BAD_DIM = -2
 
 
 class ScatterLowering(Rule):
     name = "scatter-sort-scan-unpool"
-    ops = (("", "ScatterElements"), ("", "ScatterND"), ("", "Scatter"), (DOMAIN, "ScatterElements"))
+    ops = (
+        ("", "ScatterElements"),
+        ("", "ScatterND"),
+        ("", "Scatter"),
+        (DOMAIN, "ScatterElements"),
+    )
     summary = "TopK sort, blocked segmented scan, MaxUnpool write"
 
     def check(self, node: ir.Node, ctx: RewriteContext) -> Refusal | None:
@@ -78,22 +88,34 @@ class ScatterLowering(Rule):
         if len(data.shape) == 0:
             return Refusal("scalar-data", "0-d data")
         if node.op_type == "ScatterND" and not isinstance(indices.shape[-1], int):
-            return Refusal("coordinates-symbolic", "the last dim of the indices (coordinates per update) is not static")
+            return Refusal(
+                "coordinates-symbolic",
+                "the last dim of the indices (coordinates per update) is not static",
+            )
         if node.op_type == "ScatterND" and indices.shape[-1] < 1:
             return Refusal("no-coordinates", "ScatterND with 0 coordinates per update")
         q = indices.shape[-1] if node.op_type == "ScatterND" else 0
         want = len(indices.shape) - 1 + len(data.shape) - q if q else len(indices.shape)
         if len(updates.shape) != want:
-            return Refusal("updates-rank", f"updates of rank {len(updates.shape)} where the indices ask for rank {want}")
+            return Refusal(
+                "updates-rank",
+                f"updates of rank {len(updates.shape)} where the indices ask for rank {want}",
+            )
         red = attr_str(node, "reduction", "none")
         if red != "none" and red not in REDUCE_OPS:
             return Refusal("reduction-unknown", f"unknown reduction {red!r}")
         K = _static_numel(updates)
         if K is not None and K > MAX_SLOTS:
-            return Refusal("too-many-updates", f"{K} updates: slot numbers would not be exact in float32 (limit {MAX_SLOTS})")
+            return Refusal(
+                "too-many-updates",
+                f"{K} updates: slot numbers would not be exact in float32 (limit {MAX_SLOTS})",
+            )
         M = _static_numel(data)
         if K is not None and M is not None and M + 2 * K >= 2**31:
-            return Refusal("index-overflow", f"{M} data elements and {K} updates: int32 gather indices would overflow")
+            return Refusal(
+                "index-overflow",
+                f"{M} data elements and {K} updates: int32 gather indices would overflow",
+            )
         if ctx.opset < 11:
             return Refusal("opset-too-old", f"opset {ctx.opset} < 11")
         if data.dtype is None:
@@ -110,29 +132,53 @@ class ScatterLowering(Rule):
         idims = sizes.dims(e, indices)
         expected = _expected_update_dims(node.op_type, idims, ddims)
         shape_ok = _shape_guard(e, sizes.dims(e, updates), expected)
-        if shape_ok is None and _static_numel(updates) == 0:  # no updates: the data unchanged
+        if (
+            shape_ok is None and _static_numel(updates) == 0
+        ):  # no updates: the data unchanged
             # (the size nodes emitted above are unread, and done() drops them)
-            return e.done([e.op("Identity", data)], f"no updates: the data unchanged; reduction {red}")
-        if _static_numel(indices) == 0:  # no update: the data unchanged once the updates' shape is checked
-            return e.done([_unchanged_unless_mismatch(e, data, shape_ok)],
-                          f"no updates: the data unchanged; reduction {red}; run-time guard: the updates' shape")
+            return e.done(
+                [e.op("Identity", data)],
+                f"no updates: the data unchanged; reduction {red}",
+            )
+        if (
+            _static_numel(indices) == 0
+        ):  # no update: the data unchanged once the updates' shape is checked
+            return e.done(
+                [_unchanged_unless_mismatch(e, data, shape_ok)],
+                f"no updates: the data unchanged; reduction {red}; run-time guard: the updates' shape",
+            )
         flat = e.reshape(data, [-1])
         M = sizes.product(e, ddims)
-        idx = e.cast(indices, ir.DataType.INT64) if indices.dtype != ir.DataType.INT64 else indices
+        idx = (
+            e.cast(indices, ir.DataType.INT64)
+            if indices.dtype != ir.DataType.INT64
+            else indices
+        )
         if node.op_type == "ScatterND":
             pos, K, ok = _positions_nd(e, idx, idims, ddims, ctx.check_indices)
         else:
             axis = attr_int(node, "axis", 0) % len(ddims)
-            pos, K, ok = _positions_elements(e, idx, idims, ddims, axis, ctx.check_indices)
+            pos, K, ok = _positions_elements(
+                e, idx, idims, ddims, axis, ctx.check_indices
+            )
         ok = _and(e, _to_host(e, ok) if ok is not None else None, _size_guard(e, K, M))
         ok = _and(e, ok, shape_ok)
         vals = e.reshape(updates, [-1])
         width = ctx.options.get("max_io_width") or BLOCK
         row = None
-        if node.op_type != "ScatterND" and axis == len(ddims) - 1 and len(ddims) > 1 \
-                and isinstance(idims[-1], int) and idims[-1] > 1:
-            row = idims[-1]  # positions along the last axis: sorted row by row (see scatter_flat)
-        out = scatter_flat(e, flat, pos, vals, K, M, red, data.dtype, block=min(BLOCK, width), row=row)
+        if (
+            node.op_type != "ScatterND"
+            and axis == len(ddims) - 1
+            and len(ddims) > 1
+            and isinstance(idims[-1], int)
+            and idims[-1] > 1
+        ):
+            row = idims[
+                -1
+            ]  # positions along the last axis: sorted row by row (see scatter_flat)
+        out = scatter_flat(
+            e, flat, pos, vals, K, M, red, data.dtype, block=min(BLOCK, width), row=row
+        )
         shape = zeros_inferred(e, sizes.shape_tensor(e, data))
         if ok is not None:
             shape = e.op("Where", ok, shape, e.i64([_BAD_DIM] * len(ddims)))
@@ -141,11 +187,12 @@ class ScatterLowering(Rule):
             _name_guard(e, y)
         note = f"{_show(K)} updates into {_show(M)} elements; reduction {red}"
         if ok is not None:
-            note += "; run-time guard: " + ("indices and sizes" if ctx.check_indices else "sizes")
+            note += "; run-time guard: " + (
+                "indices and sizes" if ctx.check_indices else "sizes"
+            )
         elif not ctx.check_indices:
             note += "; indices not checked (out-of-range indices write wrong elements)"
         return e.done([y], note)
-
 
 
 def _static_numel(v: ir.Value) -> int | None:
@@ -185,7 +232,9 @@ def _to_host(e: Emitter, flag: ir.Value) -> ir.Value:
     return e.op("Equal", e.op("Shape", e.op("ConstantOfShape", length)), e.i64([1]))
 
 
-def _unchanged_unless_mismatch(e: Emitter, data: ir.Value, shape_ok: ir.Value | None) -> ir.Value:
+def _unchanged_unless_mismatch(
+    e: Emitter, data: ir.Value, shape_ok: ir.Value | None
+) -> ir.Value:
     """The data itself, but the run fails where `shape_ok` is false: Expand(data, [1]) is a copy,
     and its shape input comes from a Reshape of [1] to [-2] on a mismatch. The guard is not a
     Reshape of the data: ONNX Runtime's ReshapeFusion (reshape_fusion.cc) replaces a chain of
@@ -207,7 +256,9 @@ def _name_guard(e: Emitter, value: ir.Value) -> None:
         node.name = e.ctx.unique(f"{e.prefix}/IndexOrSizeOutOfRange")
 
 
-def _expected_update_dims(op_type: str, idims: list[Size], ddims: list[Size]) -> list[Size]:
+def _expected_update_dims(
+    op_type: str, idims: list[Size], ddims: list[Size]
+) -> list[Size]:
     """The shape ONNX requires of the updates: the indices' shape (ScatterElements, Scatter), or
     indices.shape[:-1] + data.shape[q:] for ScatterND with q coordinates per update."""
     if op_type != "ScatterND":
@@ -217,13 +268,18 @@ def _expected_update_dims(op_type: str, idims: list[Size], ddims: list[Size]) ->
     return idims[:-1] + ddims[q:]
 
 
-def _shape_guard(e: Emitter, udims: list[Size], expected: list[Size]) -> ir.Value | None:
+def _shape_guard(
+    e: Emitter, udims: list[Size], expected: list[Size]
+) -> ir.Value | None:
     """True when the updates have the shape ONNX requires (None when the declared shapes already
     prove it). ORT's CPU kernel refuses a mismatch ("Indices vs updates dimensions differs",
     scatter.cc); without this check the lowering would read too few or too many updates and
     return a value where ORT returns an error. Compared on the CPU, on shape tensors only."""
-    pairs = [(u, x) for u, x in zip(udims, expected, strict=True)
-             if not (isinstance(u, int) and isinstance(x, int) and u == x)]
+    pairs = [
+        (u, x)
+        for u, x in zip(udims, expected, strict=True)
+        if not (isinstance(u, int) and isinstance(x, int) and u == x)
+    ]
     if not pairs:
         return None
     got = sizes.concat(e, [u for u, _ in pairs])
@@ -238,20 +294,34 @@ def _size_guard(e: Emitter, K: Size, M: Size) -> ir.Value | None:
     if not isinstance(K, int):
         checks.append(e.op("Less", K, e.i64([MAX_SLOTS + 1])))
     if not (isinstance(K, int) and isinstance(M, int)):
-        checks.append(e.op("Less", sizes.tensor(e, sizes.add(e, M, K)), e.i64([MAX_GATHER])))
+        checks.append(
+            e.op("Less", sizes.tensor(e, sizes.add(e, M, K)), e.i64([MAX_GATHER]))
+        )
     out = None
     for c in checks:
         out = _and(e, out, c)
     return out
 
 
-def _positions_elements(e: Emitter, idx: ir.Value, idims: list[Size], ddims: list[Size], axis: int,
-                        check: bool) -> tuple[ir.Value, Size, ir.Value | None]:
+def _positions_elements(
+    e: Emitter,
+    idx: ir.Value,
+    idims: list[Size],
+    ddims: list[Size],
+    axis: int,
+    check: bool,
+) -> tuple[ir.Value, Size, ir.Value | None]:
     rank = len(ddims)
     # a stride is 0 only for empty data, where K is 0 too; Range refuses a 0 step, so ≥ 1
-    strides = [sizes.maximum(e, sizes.product(e, ddims[d + 1:]), 1) for d in range(rank)]
-    table = sizes.iota(e, ddims[axis], np.int32, step=strides[axis])  # arange(dim) · stride
-    pos = e.op("Gather", table, idx, axis=0)  # negative indices count from the end, as in ONNX
+    strides = [
+        sizes.maximum(e, sizes.product(e, ddims[d + 1 :]), 1) for d in range(rank)
+    ]
+    table = sizes.iota(
+        e, ddims[axis], np.int32, step=strides[axis]
+    )  # arange(dim) · stride
+    pos = e.op(
+        "Gather", table, idx, axis=0
+    )  # negative indices count from the end, as in ONNX
     base = None
     for d in range(rank):
         if d == axis or (isinstance(idims[d], int) and idims[d] == 1):
@@ -266,8 +336,9 @@ def _positions_elements(e: Emitter, idx: ir.Value, idims: list[Size], ddims: lis
     return e.reshape(pos, [-1]), sizes.product(e, idims), ok
 
 
-def _positions_nd(e: Emitter, idx: ir.Value, idims: list[Size], ddims: list[Size],
-                  check: bool) -> tuple[ir.Value, Size, ir.Value | None]:
+def _positions_nd(
+    e: Emitter, idx: ir.Value, idims: list[Size], ddims: list[Size], check: bool
+) -> tuple[ir.Value, Size, ir.Value | None]:
     q = int(idims[-1])  # static: checked
     T = sizes.product(e, idims[:-1])
     R = sizes.product(e, ddims[q:])
@@ -276,14 +347,22 @@ def _positions_nd(e: Emitter, idx: ir.Value, idims: list[Size], ddims: list[Size
     ok = None
     for j in range(q):
         col = e.op("Gather", idx2, e.i64(j), axis=1)  # [T]
-        stride = sizes.maximum(e, sizes.product(e, ddims[j + 1:]), 1)  # 0 only for empty data
-        comp = e.op("Gather", sizes.iota(e, ddims[j], np.int32, step=stride), col, axis=0)
+        stride = sizes.maximum(
+            e, sizes.product(e, ddims[j + 1 :]), 1
+        )  # 0 only for empty data
+        comp = e.op(
+            "Gather", sizes.iota(e, ddims[j], np.int32, step=stride), col, axis=0
+        )
         tup = comp if tup is None else e.op("Add", tup, comp)
         if check:
             ok = _and(e, ok, _in_range(e, col, ddims[j]))
     pos = tup
     if not (isinstance(R, int) and R == 1):
-        pos = e.op("Add", e.reshape(tup, [-1, 1]), e.reshape(sizes.iota(e, R, np.int32), [1, -1]))
+        pos = e.op(
+            "Add",
+            e.reshape(tup, [-1, 1]),
+            e.reshape(sizes.iota(e, R, np.int32), [1, -1]),
+        )
     return e.reshape(pos, [-1]), sizes.mul(e, T, R), ok
 
 
@@ -301,14 +380,20 @@ def _identity(red: str, dt: ir.DataType) -> np.ndarray:
     return np.asarray([v], dtype=np_dt)
 
 
-def _pick(e: Emitter, t: ir.Value, other: ir.Value, take_other: ir.Value, n: Size) -> ir.Value:
+def _pick(
+    e: Emitter, t: ir.Value, other: ir.Value, take_other: ir.Value, n: Size
+) -> ir.Value:
     """Where(take_other, other, t) for a 1-D `t` of n elements and a 1-element `other`, as a
     Gather: ONNX Runtime's CPU float Where turns a selected -0.0 into +0.0, a Gather copies bits."""
-    idx = e.op("Where", take_other, sizes.on_device(e, n, np.int32), sizes.iota(e, n, np.int32))
+    idx = e.op(
+        "Where", take_other, sizes.on_device(e, n, np.int32), sizes.iota(e, n, np.int32)
+    )
     return e.op("Gather", e.op("Concat", t, other, axis=0), idx, axis=0)
 
 
-def _choose(e: Emitter, a: ir.Value, b: ir.Value, take_b: ir.Value, n: Size) -> ir.Value:
+def _choose(
+    e: Emitter, a: ir.Value, b: ir.Value, take_b: ir.Value, n: Size
+) -> ir.Value:
     """Where(take_b, b, a) for 1-D a, b of n elements, copying bits (see `_pick`): one Gather
     from [a; b] at i or n + i."""
     i = sizes.iota(e, n, np.int32)
@@ -316,8 +401,17 @@ def _choose(e: Emitter, a: ir.Value, b: ir.Value, take_b: ir.Value, n: Size) -> 
     return e.op("Gather", e.op("Concat", a, b, axis=0), idx, axis=0)
 
 
-def _max_min_sequential(e: Emitter, flat: ir.Value, spos: ir.Value, svals: ir.Value, not_first: ir.Value,
-                        K: Size, red: str, dt: ir.DataType, block: int) -> ir.Value:
+def _max_min_sequential(
+    e: Emitter,
+    flat: ir.Value,
+    spos: ir.Value,
+    svals: ir.Value,
+    not_first: ir.Value,
+    K: Size,
+    red: str,
+    dt: ir.DataType,
+    block: int,
+) -> ir.Value:
     """Per sorted update k: ONNX Runtime's sequential max/min of the data item and the updates
     of k's run up to k (exact at each run's last element, which is all the caller reads).
 
@@ -336,7 +430,9 @@ def _max_min_sequential(e: Emitter, flat: ir.Value, spos: ir.Value, svals: ir.Va
       the last of the items equal to the max / min).
     """
     compare = "Greater" if red == "max" else "Less"
-    neutral = e.const(np.asarray([-np.inf if red == "max" else np.inf], dtype=dt.numpy()))
+    neutral = e.const(
+        np.asarray([-np.inf if red == "max" else np.inf], dtype=dt.numpy())
+    )
     d = e.op("Gather", flat, spos, axis=0)
     take_data = e.op("And", e.op("Not", not_first), e.op(compare, d, svals))
     items = _choose(e, svals, d, take_data, K)
@@ -344,8 +440,17 @@ def _max_min_sequential(e: Emitter, flat: ir.Value, spos: ir.Value, svals: ir.Va
     after_nan = shift(e, isnan, 1, K, e.const(np.zeros(1, dtype=bool)))
     starts = e.op("Or", e.op("Or", e.op("Not", not_first), isnan), after_nan)
     seg = prefix_count(e, e.cast(starts, ir.DataType.INT32), K)
-    return segmented_scan(e, seg, items, K, sizes.upper_bound(K, MAX_SLOTS), keep_step(compare), neutral,
-                          block=block, cont=e.op("Not", starts) if sizes.upper_bound(K, MAX_SLOTS) > block else None)
+    return segmented_scan(
+        e,
+        seg,
+        items,
+        K,
+        sizes.upper_bound(K, MAX_SLOTS),
+        keep_step(compare),
+        neutral,
+        block=block,
+        cont=e.op("Not", starts) if sizes.upper_bound(K, MAX_SLOTS) > block else None,
+    )
 
 
 def prefix_count(e: Emitter, flags: ir.Value, n: Size) -> ir.Value:
@@ -361,13 +466,32 @@ def prefix_count(e: Emitter, flags: ir.Value, n: Size) -> ir.Value:
     target = get_target(e.ctx.target)
     limit = target.cost_facts.get("cumsum_native_max_axis")
     if limit is not None and isinstance(n, int) and n > limit:
-        return scan_static(e, flags, [n], 0, "Add", False, False, ir.DataType.INT32,
-                           max_width=e.ctx.options.get("max_io_width"))
+        return scan_static(
+            e,
+            flags,
+            [n],
+            0,
+            "Add",
+            False,
+            False,
+            ir.DataType.INT32,
+            max_width=e.ctx.options.get("max_io_width"),
+        )
     return e.op("CumSum", flags, e.i32(0))
 
 
-def scatter_flat(e: Emitter, flat: ir.Value, pos: ir.Value, vals: ir.Value, K: Size, M: Size, red: str,
-                 dt: ir.DataType, block: int = BLOCK, row: int | None = None) -> ir.Value:
+def scatter_flat(
+    e: Emitter,
+    flat: ir.Value,
+    pos: ir.Value,
+    vals: ir.Value,
+    K: Size,
+    M: Size,
+    red: str,
+    dt: ir.DataType,
+    block: int = BLOCK,
+    row: int | None = None,
+) -> ir.Value:
     """Scatter K values at flat positions into the M-element 1-D `flat`.
 
     `row`: the positions come in rows of this length whose ranges are disjoint and increasing
@@ -383,57 +507,109 @@ def scatter_flat(e: Emitter, flat: ir.Value, pos: ir.Value, vals: ir.Value, K: S
         # sort the int32 positions themselves (exact: M + K < 2^31 is checked), no float Cast.
         # TopK keeps equal keys in index order (ONNX spec), so each run lists its updates in order.
         if row is None:
-            spos, perm = e.op("TopK", pos, sizes.tensor(e, K), outputs=2, largest=0, sorted=1, axis=0)
+            spos, perm = e.op(
+                "TopK", pos, sizes.tensor(e, K), outputs=2, largest=0, sorted=1, axis=0
+            )
             svals = e.op("Gather", vals, perm, axis=0)
         else:
-            rows_pos, perm = e.op("TopK", e.reshape(pos, [-1, row]), e.i64([row]), outputs=2, largest=0, sorted=1,
-                                  axis=1)
+            rows_pos, perm = e.op(
+                "TopK",
+                e.reshape(pos, [-1, row]),
+                e.i64([row]),
+                outputs=2,
+                largest=0,
+                sorted=1,
+                axis=1,
+            )
             spos = e.reshape(rows_pos, [-1])
-            svals = e.reshape(e.op("GatherElements", e.reshape(vals, [-1, row]), perm, axis=1), [-1])
+            svals = e.reshape(
+                e.op("GatherElements", e.reshape(vals, [-1, row]), perm, axis=1), [-1]
+            )
         # same[i]: element i + 1 continues element i's run (K − 1 flags, from two views of spos)
-        same = e.op("Equal", e.op("Slice", spos, e.i64([1]), e.i64([2**62]), e.i64([0])),
-                    e.op("Slice", spos, e.i64([0]), e.i64([-1]), e.i64([0])))
+        same = e.op(
+            "Equal",
+            e.op("Slice", spos, e.i64([1]), e.i64([2**62]), e.i64([0])),
+            e.op("Slice", spos, e.i64([0]), e.i64([-1]), e.i64([0])),
+        )
         no = e.const(np.zeros(1, dtype=bool))
         is_last = e.op("Not", e.op("Concat", same, no, axis=0))
         op = REDUCE_OPS[red]
         sequential = red in ("max", "min") and dt in _FLOATS
         not_first = None
-        if sequential or sizes.upper_bound(K, MAX_SLOTS) > block:  # else the scan never reads it
+        if (
+            sequential or sizes.upper_bound(K, MAX_SLOTS) > block
+        ):  # else the scan never reads it
             # (no dead node: the DML EP's graph fusion fails on an unused bool Concat, lane-tested)
             not_first = e.op("Concat", no, same, axis=0)
-            if not isinstance(K, int):  # K = 0 at run time: one flag too many (same has 0, not −1)
-                not_first = e.op("Slice", not_first, e.i64([0]), sizes.tensor(e, K), e.i64([0]))
+            if not isinstance(
+                K, int
+            ):  # K = 0 at run time: one flag too many (same has 0, not −1)
+                not_first = e.op(
+                    "Slice", not_first, e.i64([0]), sizes.tensor(e, K), e.i64([0])
+                )
         if sequential:
-            result = _max_min_sequential(e, flat, spos, svals, not_first, K, red, dt, block)
+            result = _max_min_sequential(
+                e, flat, spos, svals, not_first, K, red, dt, block
+            )
         else:
             identity = e.const(_identity(red, dt))
-            scanned = segmented_scan(e, spos, svals, K, sizes.upper_bound(K, MAX_SLOTS), fold_step(op, dt in _FLOATS),
-                                     identity, block=block, cont=not_first)
+            scanned = segmented_scan(
+                e,
+                spos,
+                svals,
+                K,
+                sizes.upper_bound(K, MAX_SLOTS),
+                fold_step(op, dt in _FLOATS),
+                identity,
+                block=block,
+                cont=not_first,
+            )
             fold = (op, identity, scanned)
         target = e.op("Where", is_last, spos, sizes.on_device(e, M, np.int32))
     n_slots = K
     if not isinstance(K, int):
         # K may be 0 at run time, and MaxUnpool refuses an empty input: one more slot, aimed at
         # the dummy position M like every other slot that is not a run's last
-        target = e.op("Pad", target, e.i64([0, 1]), sizes.scalar(e, M, np.int32), mode="constant")
+        target = e.op(
+            "Pad", target, e.i64([0, 1]), sizes.scalar(e, M, np.int32), mode="constant"
+        )
         n_slots = sizes.add(e, K, 1)
     slots = e.reshape(sizes.iota(e, n_slots, np.float32, start=1), [1, 1, -1])
-    L = sizes.maximum(e, sizes.add(e, M, 1), n_slots)  # MaxUnpool's output may not be shorter than its input
+    L = sizes.maximum(
+        e, sizes.add(e, M, 1), n_slots
+    )  # MaxUnpool's output may not be shorter than its input
     # MaxUnpool's indices are int64 (its only index type): the one widening Cast of the rule
     target = e.cast(target, ir.DataType.INT64)
-    unpooled = e.op("MaxUnpool", slots, e.reshape(target, [1, 1, -1]), sizes.concat(e, [1, 1, L]),
-                    kernel_shape=[1], strides=[1])
-    A = e.op("Slice", e.reshape(unpooled, [-1]), e.i64([0]), sizes.tensor(e, M), e.i64([0]))
+    unpooled = e.op(
+        "MaxUnpool",
+        slots,
+        e.reshape(target, [1, 1, -1]),
+        sizes.concat(e, [1, 1, L]),
+        kernel_shape=[1],
+        strides=[1],
+    )
+    A = e.op(
+        "Slice", e.reshape(unpooled, [-1]), e.i64([0]), sizes.tensor(e, M), e.i64([0])
+    )
     if fold is not None:
         # add, mul and integer max/min: data op (its run's fold, or the op's identity where no
         # update lands — x op identity == x bit for bit), one Gather at the slot number itself
         op, identity, scanned = fold
-        contrib = e.op("Gather", e.op("Concat", identity, scanned, axis=0), e.cast(A, ir.DataType.INT32), axis=0)
+        contrib = e.op(
+            "Gather",
+            e.op("Concat", identity, scanned, axis=0),
+            e.cast(A, ir.DataType.INT32),
+            axis=0,
+        )
         return e.op(op, flat, contrib)
     mark = e.op("Greater", A, e.const(np.float32(0)))
     # int32 indices (K < 2^24): a float -> int32 Cast, never a 64-bit one. The write is a Gather
     # from [data; results] (no float Where: it would turn -0.0 into +0.0); slot A ≥ 1 is
     # result A − 1, at M + A − 1.
-    src = e.op("Add", e.cast(A, ir.DataType.INT32), sizes.on_device(e, sizes.sub(e, M, 1), np.int32))
+    src = e.op(
+        "Add",
+        e.cast(A, ir.DataType.INT32),
+        sizes.on_device(e, sizes.sub(e, M, 1), np.int32),
+    )
     idx = e.op("Where", mark, src, sizes.iota(e, M, np.int32))
     return e.op("Gather", e.op("Concat", flat, result, axis=0), idx, axis=0)

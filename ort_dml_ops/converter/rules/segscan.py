@@ -48,7 +48,9 @@ def fold_step(op: str, floating: bool) -> Step:
     Where returns +0.0 where its true branch holds −0.0 (measured, 1.31), which would give a
     run of −0.0 summands a +0.0 total (ORT's sequential sum keeps −0.0)."""
 
-    def step(e: Emitter, same: ir.Value, earlier: ir.Value, later: ir.Value, width: int) -> ir.Value:
+    def step(
+        e: Emitter, same: ir.Value, earlier: ir.Value, later: ir.Value, width: int
+    ) -> ir.Value:
         folded = e.op(op, earlier, later)
         if floating:
             return select_bits(e, same, folded, later, width)
@@ -59,7 +61,9 @@ def fold_step(op: str, floating: bool) -> Step:
     return step
 
 
-def or_step(e: Emitter, same: ir.Value, earlier: ir.Value, later: ir.Value, width: int) -> ir.Value:
+def or_step(
+    e: Emitter, same: ir.Value, earlier: ir.Value, later: ir.Value, width: int
+) -> ir.Value:
     return e.op("Or", e.op("And", same, earlier), later)
 
 
@@ -69,7 +73,9 @@ def keep_step(compare: str) -> Step:
     item, so the sign of a zero survives). The select copies bits (GatherElements), never a
     float Where (see `where_step`)."""
 
-    def step(e: Emitter, same: ir.Value, earlier: ir.Value, later: ir.Value, width: int) -> ir.Value:
+    def step(
+        e: Emitter, same: ir.Value, earlier: ir.Value, later: ir.Value, width: int
+    ) -> ir.Value:
         keep = e.op("And", same, e.op(compare, earlier, later))
         if width > 1:  # earlier is one column broadcast over the block (the fix-up)
             earlier = e.op("Expand", earlier, e.i64([1, width]))
@@ -79,13 +85,14 @@ def keep_step(compare: str) -> Step:
     return step
 
 
-def select_bits(e: Emitter, cond: ir.Value, a: ir.Value, b: ir.Value, width: int = 1) -> ir.Value:
+def select_bits(
+    e: Emitter, cond: ir.Value, a: ir.Value, b: ir.Value, width: int = 1
+) -> ir.Value:
     """cond ? a : b for 2-D a, b, cond of one shape [rows, width], copying bits (−0.0, NaN
     payloads): one GatherElements from [b | a] along axis 1 at j + width · cond."""
     j = np.arange(width).reshape(1, width)
     pick = e.op("Where", cond, e.i32(j + width), e.i32(j))  # an int Where: exact
     return e.op("GatherElements", e.op("Concat", b, a, axis=1), pick, axis=1)
-
 
 
 def shift(e: Emitter, x: ir.Value, s: int, n: Size, fill: ir.Value) -> ir.Value:
@@ -94,8 +101,18 @@ def shift(e: Emitter, x: ir.Value, s: int, n: Size, fill: ir.Value) -> ir.Value:
     return e.op("Slice", padded, e.i64([0]), sizes.tensor(e, n), e.i64([0]))
 
 
-def segmented_scan(e: Emitter, keys: ir.Value, vals: ir.Value, n: Size, bound: int, step: Step,
-                   identity: ir.Value, level: int = 0, block: int = BLOCK, cont: ir.Value | None = None) -> ir.Value:
+def segmented_scan(
+    e: Emitter,
+    keys: ir.Value,
+    vals: ir.Value,
+    n: Size,
+    bound: int,
+    step: Step,
+    identity: ir.Value,
+    level: int = 0,
+    block: int = BLOCK,
+    cont: ir.Value | None = None,
+) -> ir.Value:
     """Inclusive scan of the 1-D `vals` (n elements, n ≤ bound) within runs of equal `keys`.
 
     `identity` is a 1-element tensor of vals' type (the pad value; padded slots never meet a
@@ -108,7 +125,9 @@ def segmented_scan(e: Emitter, keys: ir.Value, vals: ir.Value, n: Size, bound: i
         return vals
     B = block
     if level >= CHAIN_LEVELS or bound <= B:
-        return _hillis_steele(e, keys, vals, n, math.ceil(math.log2(bound)), step, identity)
+        return _hillis_steele(
+            e, keys, vals, n, math.ceil(math.log2(bound)), step, identity
+        )
     nb = sizes.ceil_div(e, n, B)
     pad = sizes.sub(e, sizes.mul(e, nb, B), n)
     fill = e.reshape(identity, [])
@@ -118,7 +137,9 @@ def segmented_scan(e: Emitter, keys: ir.Value, vals: ir.Value, n: Size, bound: i
         vals = e.op("Pad", vals, pads, fill, mode="constant")
         keys = e.op("Pad", keys, pads, minus1, mode="constant")
         if cont is not None:
-            cont = e.op("Pad", cont, pads, e.const(np.zeros((), dtype=bool)), mode="constant")
+            cont = e.op(
+                "Pad", cont, pads, e.const(np.zeros((), dtype=bool)), mode="constant"
+            )
     V = e.reshape(vals, [-1, B])
     Kk = e.reshape(keys, [-1, B])
     vcols = e.split(V, [1] * B, axis=1)
@@ -135,7 +156,9 @@ def segmented_scan(e: Emitter, keys: ir.Value, vals: ir.Value, n: Size, bound: i
     if nb_bound > 1:
         ends_v = e.reshape(outs[-1], [-1])
         ends_k = e.reshape(last_keys, [-1])
-        carry = segmented_scan(e, ends_k, ends_v, nb, nb_bound, step, identity, level + 1, block)
+        carry = segmented_scan(
+            e, ends_k, ends_v, nb, nb_bound, step, identity, level + 1, block
+        )
         prev_carry = shift(e, carry, 1, nb, fill)
         prev_key = e.reshape(shift(e, ends_k, 1, nb, minus1), [-1, 1])
         match = e.op("Equal", Kk, prev_key)
@@ -146,7 +169,9 @@ def segmented_scan(e: Emitter, keys: ir.Value, vals: ir.Value, n: Size, bound: i
     return out
 
 
-def _chain(e: Emitter, step: Step, sames: list, vcols: list[ir.Value], np_dtype: np.dtype) -> list[ir.Value]:
+def _chain(
+    e: Emitter, step: Step, sames: list, vcols: list[ir.Value], np_dtype: np.dtype
+) -> list[ir.Value]:
     """The sequential scan over the block's columns ([nb, 1] each): y_j = step(same_j, y_{j−1}, x_j)
     (same_j: column j continues column j − 1's run).
 
@@ -181,8 +206,16 @@ def _chain(e: Emitter, step: Step, sames: list, vcols: list[ir.Value], np_dtype:
     return outs
 
 
-def _fix_up(e: Emitter, step: Step, match: ir.Value, prev_carry: ir.Value, S: ir.Value, nb: Size, B: int,
-            identity: ir.Value) -> ir.Value:
+def _fix_up(
+    e: Emitter,
+    step: Step,
+    match: ir.Value,
+    prev_carry: ir.Value,
+    S: ir.Value,
+    nb: Size,
+    B: int,
+    identity: ir.Value,
+) -> ir.Value:
     """Each element of the [nb, B] block scan `S` whose run continues from the previous block
     (`match`) folded with that block's carry (`prev_carry`, 1-D, nb).
 
@@ -208,12 +241,26 @@ def _fix_up(e: Emitter, step: Step, match: ir.Value, prev_carry: ir.Value, S: ir
         n = sizes.mul(e, nb, B)
         i = e.reshape(sizes.iota(e, n, np.int32), [-1, B])
         idx = e.op("Where", keep, e.op("Add", blk, sizes.on_device(e, n, np.int32)), i)
-        return e.op("Gather", e.op("Concat", e.reshape(S, [-1]), prev_carry, axis=0), idx, axis=0)
-    return step(e, match, e.reshape(prev_carry, [-1, 1]), S, B)  # prev_carry broadcasts over the block
+        return e.op(
+            "Gather",
+            e.op("Concat", e.reshape(S, [-1]), prev_carry, axis=0),
+            idx,
+            axis=0,
+        )
+    return step(
+        e, match, e.reshape(prev_carry, [-1, 1]), S, B
+    )  # prev_carry broadcasts over the block
 
 
-def _hillis_steele(e: Emitter, keys: ir.Value, vals: ir.Value, n: Size, steps: int, step: Step,
-                   identity: ir.Value) -> ir.Value:
+def _hillis_steele(
+    e: Emitter,
+    keys: ir.Value,
+    vals: ir.Value,
+    n: Size,
+    steps: int,
+    step: Step,
+    identity: ir.Value,
+) -> ir.Value:
     """`steps` doubling steps: exact for runs of up to 2^steps elements."""
     fill = e.reshape(identity, [])
     minus1 = e.i32(-1)

@@ -32,10 +32,19 @@ def ref_cumprod(x, axis, exclusive=0, reverse=0):
 
 def lowered(shape, axis, exclusive, reverse, dtype=np.float32, onnx26=False):
     dom = "" if onnx26 else DOMAIN
-    m = single_op("CumProd", [("x", dtype, shape)], {"exclusive": exclusive, "reverse": reverse},
-                  opset=26 if onnx26 else 17, domain=dom, inits={"axis": np.array(axis, np.int64)})
+    m = single_op(
+        "CumProd",
+        [("x", dtype, shape)],
+        {"exclusive": exclusive, "reverse": reverse},
+        opset=26 if onnx26 else 17,
+        domain=dom,
+        inits={"axis": np.array(axis, np.int64)},
+    )
     r = convert(m, "dml", strategy="lower")
-    assert ("", "CumProd") not in op_types(r.model) and (DOMAIN, "CumProd") not in op_types(r.model)
+    assert ("", "CumProd") not in op_types(r.model) and (
+        DOMAIN,
+        "CumProd",
+    ) not in op_types(r.model)
     assert not {t for _, t in op_types(r.model)} & {"Exp", "Log"}
     assert r.report.nodes[0].action == "lowered"
     return r
@@ -45,16 +54,35 @@ def sample(shape, dtype, rng):
     shape = [d if isinstance(d, int) else 5 for d in shape]
     if np.issubdtype(dtype, np.integer):
         lo = 0 if np.issubdtype(dtype, np.unsignedinteger) else -3
-        return rng.integers(lo, 4, shape).astype(dtype)  # overflow wraps: must still be exact
-    return rng.uniform(0.5, 1.5, shape).astype(dtype) * rng.choice([-1, 1], shape).astype(dtype)
+        return rng.integers(lo, 4, shape).astype(
+            dtype
+        )  # overflow wraps: must still be exact
+    return rng.uniform(0.5, 1.5, shape).astype(dtype) * rng.choice(
+        [-1, 1], shape
+    ).astype(dtype)
 
 
 SHAPES = [  # (shape, axis): one chain; blocks near √n (inner size >= 16: divisible / padded);
     # radix levels (inner size < 16: divisible by 4, by another small divisor, padded, several
     # levels); symbolic dims (outer, inner, the axis itself); empty and length-1 axes
-    ([3, 5], 1), ([4, 7], 0), ([40, 16], 0), ([2, 37, 20], -2), ([2, 40, "K"], 1),
-    ([100], 0), ([3, 64], -1), ([2, 40, 3], 1), ([3, 35], 1), ([2, 37, 3], 1), ([5, 1009], 1),
-    ([1000], 0), ([1, 1, 3, 4], 3), (["N", 50, 3], 1), ([2, "L"], 1), (["B", 33], -1), ([6, 1], 1), ([0, 4], 1),
+    ([3, 5], 1),
+    ([4, 7], 0),
+    ([40, 16], 0),
+    ([2, 37, 20], -2),
+    ([2, 40, "K"], 1),
+    ([100], 0),
+    ([3, 64], -1),
+    ([2, 40, 3], 1),
+    ([3, 35], 1),
+    ([2, 37, 3], 1),
+    ([5, 1009], 1),
+    ([1000], 0),
+    ([1, 1, 3, 4], 3),
+    (["N", 50, 3], 1),
+    ([2, "L"], 1),
+    (["B", 33], -1),
+    ([6, 1], 1),
+    ([0, 4], 1),
 ]
 
 
@@ -62,7 +90,9 @@ SHAPES = [  # (shape, axis): one chain; blocks near √n (inner size >= 16: divi
 @pytest.mark.parametrize("exclusive", [0, 1])
 @pytest.mark.parametrize("reverse", [0, 1])
 def test_float32_against_numpy(shape, axis, exclusive, reverse):
-    rng = np.random.default_rng(abs(hash((str(shape), axis, exclusive, reverse))) % 2**32)
+    rng = np.random.default_rng(
+        abs(hash((str(shape), axis, exclusive, reverse))) % 2**32
+    )
     r = lowered(shape, axis, exclusive, reverse)
     x = sample(shape, np.float32, rng)
     (y,) = run_cpu(r.model, {"x": x})
@@ -82,8 +112,13 @@ def test_against_ort_native_cumprod26(dtype, exclusive, reverse, shape, axis):
     """ORT's CPU CumProd-26 is the independent reference; integers (with wrap-around) bit-exact."""
     rng = np.random.default_rng(7)
     x = sample(shape, dtype, rng)
-    native = single_op("CumProd", [("x", dtype, shape)], {"exclusive": exclusive, "reverse": reverse},
-                       opset=26, inits={"axis": np.array(axis, np.int64)})
+    native = single_op(
+        "CumProd",
+        [("x", dtype, shape)],
+        {"exclusive": exclusive, "reverse": reverse},
+        opset=26,
+        inits={"axis": np.array(axis, np.int64)},
+    )
     (want,) = run_cpu(native, {"x": x})
     r = lowered(shape, axis, exclusive, reverse, dtype, onnx26=True)
     (y,) = run_cpu(r.model, {"x": x})
@@ -91,7 +126,9 @@ def test_against_ort_native_cumprod26(dtype, exclusive, reverse, shape, axis):
     if np.issubdtype(dtype, np.integer):
         np.testing.assert_array_equal(y, want)
     else:
-        np.testing.assert_allclose(y, want, rtol=2 * (x.shape[axis] + 1) * np.finfo(dtype).eps, atol=0)
+        np.testing.assert_allclose(
+            y, want, rtol=2 * (x.shape[axis] + 1) * np.finfo(dtype).eps, atol=0
+        )
 
 
 @pytest.mark.parametrize("dtype", [np.float16])
@@ -112,13 +149,20 @@ def test_nan_inf_zero_propagate_like_reference(shape, axis, exclusive, reverse):
     flat = x.reshape(-1)
     flat[[1, 5, 7]] = [np.nan, np.inf, 0.0]
     flat[-3] = -np.inf
-    native = single_op("CumProd", [("x", np.float32, shape)], {"exclusive": exclusive, "reverse": reverse},
-                       opset=26, inits={"axis": np.array(axis, np.int64)})
+    native = single_op(
+        "CumProd",
+        [("x", np.float32, shape)],
+        {"exclusive": exclusive, "reverse": reverse},
+        opset=26,
+        inits={"axis": np.array(axis, np.int64)},
+    )
     (want,) = run_cpu(native, {"x": x})
     (y,) = run_cpu(lowered(shape, axis, exclusive, reverse).model, {"x": x})
     np.testing.assert_array_equal(np.isnan(y), np.isnan(want))
     np.testing.assert_array_equal(np.isinf(y), np.isinf(want))
-    np.testing.assert_array_equal(np.signbit(y[np.isinf(y)]), np.signbit(want[np.isinf(want)]))
+    np.testing.assert_array_equal(
+        np.signbit(y[np.isinf(y)]), np.signbit(want[np.isinf(want)])
+    )
     finite = np.isfinite(want)
     np.testing.assert_allclose(y[finite], want[finite], rtol=1e-5)
 
@@ -137,12 +181,15 @@ def test_seed_examples():
         np.testing.assert_array_equal(y[0, 0], np.array(want, np.float32))
 
 
-@pytest.mark.parametrize("shape,axis,plan", [
-    ([8, 1024, 1024], 0, "single chain"),
-    ([8, 1024, 1024], 1, "blocks of 32, then a chain of 32"),
-    ([8, 1024, 1024], 2, "blocks of 4, 4, 4, 4, then a chain of 4"),
-    ([5, 1009], 1, "blocks of 4, 4, 4, 4, then a chain of 4"),
-])
+@pytest.mark.parametrize(
+    "shape,axis,plan",
+    [
+        ([8, 1024, 1024], 0, "single chain"),
+        ([8, 1024, 1024], 1, "blocks of 32, then a chain of 32"),
+        ([8, 1024, 1024], 2, "blocks of 4, 4, 4, 4, then a chain of 4"),
+        ([5, 1009], 1, "blocks of 4, 4, 4, 4, then a chain of 4"),
+    ],
+)
 def test_report_names_the_scan_laid_out(shape, axis, plan):
     r = lowered(shape, axis, 0, 0)
     assert r.report.nodes[0].note == f"axis length {shape[axis]}: {plan}"
@@ -156,7 +203,9 @@ def test_block_size():
 
 
 def test_refuses_dynamic_axis_input():
-    m = single_op("CumProd", [("x", np.float32, [3, 4]), ("axis", np.int64, [])], domain=DOMAIN)
+    m = single_op(
+        "CumProd", [("x", np.float32, [3, 4]), ("axis", np.int64, [])], domain=DOMAIN
+    )
     r = convert(m, "dml", strategy="lower")
     node = r.report.nodes[0]
     assert node.action == "fallback" and "axis input is not a constant" in node.reason
@@ -169,30 +218,50 @@ def test_checker_and_shape_inference_pass():
     assert inferred.graph.output[0].name == "y"
 
 
-@pytest.mark.parametrize("layout", ["inner", "outer"])  # slices of 6 contiguous / strided columns
+@pytest.mark.parametrize(
+    "layout", ["inner", "outer"]
+)  # slices of 6 contiguous / strided columns
 @pytest.mark.parametrize("exclusive,reverse", [(0, 0), (1, 0), (0, 1), (1, 1)])
 def test_symbolic_axis_one_model_every_length(layout, exclusive, reverse):
     """ONE converted model, axis length only known at run time, run at lengths that cross every
     block boundary of the symbolic scan (16, 256, 4, 16, 64, 256): equal to the reference
     (int64 exactly: wrapping products are associative)."""
     shape, axis = (["L", 6], 0) if layout == "inner" else ([2, "L"], 1)
-    m = single_op("CumProd", [("x", np.int64, shape)], {"exclusive": exclusive, "reverse": reverse}, opset=17,
-                  domain=DOMAIN, inits={"axis": np.array(axis, np.int64)})
+    m = single_op(
+        "CumProd",
+        [("x", np.int64, shape)],
+        {"exclusive": exclusive, "reverse": reverse},
+        opset=17,
+        domain=DOMAIN,
+        inits={"axis": np.array(axis, np.int64)},
+    )
     r = convert(m, "dml", strategy="lower")
     (node,) = r.report.nodes
     assert node.action == "lowered" and "symbolic axis length" in node.note
     rng = np.random.default_rng(exclusive * 2 + reverse)
     for n in (1, 2, 3, 4, 5, 15, 16, 17, 63, 64, 65, 255, 256, 257, 1000, 4099):
-        x = rng.integers(-3, 4, [n, 6] if layout == "inner" else [2, n]).astype(np.int64)
+        x = rng.integers(-3, 4, [n, 6] if layout == "inner" else [2, n]).astype(
+            np.int64
+        )
         (y,) = run_cpu(r.model, {"x": x})
         np.testing.assert_array_equal(y, ref_cumprod(x, axis, exclusive, reverse))
 
 
 def test_symbolic_axis_node_count_is_fixed_and_far_below_31_full_steps():
-    m = single_op("CumProd", [("x", np.float32, [4, "L"])], opset=17, domain=DOMAIN,
-                  inits={"axis": np.array(1, np.int64)})
+    m = single_op(
+        "CumProd",
+        [("x", np.float32, [4, "L"])],
+        opset=17,
+        domain=DOMAIN,
+        inits={"axis": np.array(1, np.int64)},
+    )
     nodes = len(convert(m, "dml", strategy="lower").model.graph.node)
-    m2 = single_op("CumProd", [("x", np.float32, ["L", 40])], opset=17, domain=DOMAIN,
-                   inits={"axis": np.array(0, np.int64)})
+    m2 = single_op(
+        "CumProd",
+        [("x", np.float32, ["L", 40])],
+        opset=17,
+        domain=DOMAIN,
+        inits={"axis": np.array(0, np.int64)},
+    )
     nodes2 = len(convert(m2, "dml", strategy="lower").model.graph.node)
     assert nodes < 400 and nodes2 < 400, (nodes, nodes2)
