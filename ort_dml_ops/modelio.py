@@ -333,7 +333,7 @@ def save_model_atomic(
     if source is not None:
         outputs.protect(source, "the input model")
     external = external_data_dir is not None and _uses_external_data(model)
-    if external:
+    if external_data_dir is not None and external:
         for f in external_data_files(model, external_data_dir):
             outputs.protect(f, "the input's external data")
     outputs.add(path, "output")
@@ -346,7 +346,7 @@ def save_model_atomic(
             outputs.temp(path),
             path,
             external_data_dir if external else None,
-            outputs.temp(data_path) if external else None,
+            outputs.temp(data_path) if data_path is not None else None,
         )
         outputs.commit()
     return path
@@ -365,6 +365,9 @@ def write_model(
 
     try:
         if external_data_dir is not None:
+            assert data_tmp is not None, (
+                "external data is written through a temporary file"
+            )
             copy = onnx.ModelProto()
             copy.CopyFrom(model)  # external tensors hold no bytes: a small copy
             model = copy

@@ -65,10 +65,11 @@ class ConvertPass(InPlacePass):
         self.report = None
 
     def call(self, model: ir.Model) -> PassResult:
-        self.report = convert_model_in_place(
+        report = convert_model_in_place(
             model, self.target, self.strategy, **self.options
         )
-        return PassResult(model, modified=self.report.changed)
+        self.report = report
+        return PassResult(model, modified=report.changed)
 
 
 def rewrite_rules(target: str = "dml"):

@@ -103,15 +103,15 @@ def node_costs(
             )
         opts["native"] = _option(passes, 0, out_bytes, note)
     if lowerable:
-        passes = _lowered_passes(node, family)
-        if passes is not None:
+        lowered_passes = _lowered_passes(node, family)
+        if lowered_passes is not None:
             copies, note = 0, "measured at 1e6 elements"
             if family == "scatter" and target == "webgpu":
                 copies = WEBGPU_SCATTER_COPIES.get(_reduction(node), 55)
                 note += "; copies measured on the WebGPU plugin (ops it lacks: TopK int32, MaxUnpool, int Slice)"
             elif family == "scatter" and target != "cpu":
                 copies, note = 1, note + "; the index guard's flag"
-            opts["lowered"] = _option(passes, copies, out_bytes, note)
+            opts["lowered"] = _option(lowered_passes, copies, out_bytes, note)
     if target != "cpu":
         device_inputs = (
             2 if family == "scatter" else 1
@@ -202,7 +202,7 @@ def _lowered_passes(node: ir.Node, family: str | None) -> float | None:
     if passes is None:
         return None
     static = all(
-        static_shape(v) is not None and None not in static_shape(v)
+        (shape := static_shape(v)) is not None and None not in shape
         for v in node.inputs[:3]
         if v is not None
     )
@@ -239,6 +239,8 @@ def _bytes(v: ir.Value | None) -> int | None:
     ):  # strings: no fixed width
         return None
     shape = static_shape(v)
-    if shape is None or None in shape:
+    if shape is None or any(d is None for d in shape):
         return None
-    return int(np.prod(shape, dtype=np.int64)) * int(v.dtype.itemsize)
+    return int(np.prod([int(d) for d in shape if d is not None], dtype=np.int64)) * int(
+        v.dtype.itemsize
+    )

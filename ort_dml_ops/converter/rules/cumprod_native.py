@@ -17,7 +17,7 @@ from ._base import Refusal, Rewrite, RewriteContext, Rule
 @functools.cache
 def cpu_has_cumprod() -> bool:
     try:
-        from onnxruntime.capi import _pybind_state as C  # type: ignore[import-untyped]
+        from onnxruntime.capi import _pybind_state as C
 
         return any(
             k.op_name == "CumProd"

@@ -150,6 +150,7 @@ def segmented_scan(
     else:
         sames = e.split(e.reshape(cont, [-1, B]), [1] * B, axis=1)
         last_keys = e.slice(Kk, [B - 1], [B], [1])
+    assert identity.dtype is not None  # a constant made by the caller
     outs = _chain(e, step, sames, vcols, identity.dtype.numpy())
     S = e.op("Concat", *outs, axis=1)
     nb_bound = math.ceil(bound / B)
