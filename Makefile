@@ -5,12 +5,12 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test dml-lane dml-lane-driver dml-full webgpu-lane bench clean
+.PHONY: demo test lint dml-lane dml-lane-driver dml-full webgpu-lane bench clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
-	$(BIN)/python -m pip install -q -e '.[test,olive]'
+	$(BIN)/python -m pip install -q -e '.[test,olive,lint]'
 	touch $(STAMP)
 
 demo: $(STAMP)
@@ -18,6 +18,12 @@ demo: $(STAMP)
 
 test: $(STAMP)
 	$(BIN)/python -m pytest
+
+# ruff (lint + format) on the tree and mypy on the package ([tool.ruff], [tool.mypy]); CI runs it
+lint: $(STAMP)
+	$(BIN)/ruff check ort_dml_ops tests tools
+	$(BIN)/ruff format --check ort_dml_ops tests tools
+	$(BIN)/mypy
 
 # The real DirectML EP under Wine (see docs/dml-lane.md); cached outside the repository.
 dml-lane:
