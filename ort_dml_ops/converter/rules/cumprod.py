@@ -99,11 +99,14 @@ class CumProdLowering(Rule):
         x = node.inputs[0]
         if len(node.inputs) < 2 or node.inputs[1] is None:
             return Refusal("no-axis", "CumProd has no axis input")
-        if const_array(node.inputs[1]) is None:
+        axis_value = const_array(node.inputs[1])
+        if axis_value is None:
             return Refusal(
                 "axis-not-constant",
                 "the axis input is not a constant; the scan is laid out at convert time",
             )
+        # the data input is required (an empty one would fail in static_shape anyway)
+        assert x is not None
         shape = static_shape(x)
         if shape is None:
             return Refusal(
@@ -115,7 +118,7 @@ class CumProdLowering(Rule):
                 "dtype-unsupported",
                 f"no Mul for element type {x.dtype.name if x.dtype else 'unknown'}",
             )
-        axis = int(const_array(node.inputs[1]).reshape(-1)[0])
+        axis = int(axis_value.reshape(-1)[0])
         if not -len(shape) <= axis < len(shape):
             return Refusal(
                 "axis-out-of-range",
@@ -127,9 +130,12 @@ class CumProdLowering(Rule):
 
     def rewrite(self, node: ir.Node, ctx: RewriteContext) -> Rewrite:
         x = node.inputs[0]
+        assert x is not None and x.dtype is not None  # check() passed
         shape = static_shape(x)
+        axis_value = const_array(node.inputs[1])
+        assert shape is not None and axis_value is not None  # check() passed
         rank = len(shape)
-        axis = int(const_array(node.inputs[1]).reshape(-1)[0]) % rank
+        axis = int(axis_value.reshape(-1)[0]) % rank
         exclusive = bool(attr_int(node, "exclusive"))
         reverse = bool(attr_int(node, "reverse"))
         e = Emitter(ctx, node.name or "CumProd")
@@ -194,14 +200,16 @@ def chain(
     exclusive: bool,
     reverse: bool,
     dtype: ir.DataType,
-    piece_shape: list[int] | None,
-):
-    """Sequential scan of n slices along `ax`: (scanned tensor, inclusive total slice)."""
+    piece_shape: list[int] | ir.Value | None,
+) -> tuple[ir.Value, ir.Value]:
+    """Sequential scan of n slices along `ax`: (scanned tensor, inclusive total slice).
+    `piece_shape` (one slice's shape) is read only by an exclusive scan, which needs it."""
     pieces = e.split(x, [1] * n, ax) if n > 1 else [x]
     order = list(range(n - 1, -1, -1)) if reverse else list(range(n))
     inc = _links(e, pieces, order, op, dtype)
     total = inc[order[-1]]
     if exclusive:
+        assert piece_shape is not None  # the callers give it for an exclusive scan
         out = {order[0]: _ones_like_piece(e, dtype, piece_shape, op)}
         for i in range(1, n):
             out[order[i]] = inc[order[i - 1]]
@@ -226,11 +234,12 @@ def scan_static(
     """Scan along `axis` whose length is known; other dims may be symbolic. No Split or Concat
     is wider than `max_width` (None: the defaults above)."""
     n = shape[axis]
+    assert n is not None  # the axis length is known here (scan_symbolic otherwise)
     rank = len(shape)
-    pre, post = shape[:axis], shape[axis + 1 :]
-    all_static = all(d is not None for d in shape)
-    P = int(np.prod(pre)) if all(d is not None for d in pre) else None
-    I = int(np.prod(post)) if all(d is not None for d in post) else None
+    static = [d for d in shape if d is not None]
+    all_static = len(static) == rank
+    P = _known_product(shape[:axis])
+    I = _known_product(shape[axis + 1 :])
     if n == 0 or (all_static and 0 in shape):
         return e.op("Identity", x, dtype=dtype)
     if n == 1:
@@ -244,7 +253,7 @@ def scan_static(
     if n <= _chain_max(small_inner, max_width):
         # one chain on x itself: no view, so a graph input is not copied
         piece = (
-            [1 if k == axis else d for k, d in enumerate(shape)]
+            [1 if k == axis else d for k, d in enumerate(static)]
             if all_static
             else _dyn_piece_shape(e, x, axis)
             if exclusive
@@ -268,7 +277,7 @@ def scan_static(
         small_inner,
         max_width,
     )
-    return e.reshape(y, list(shape) if all_static else e.op("Shape", x))
+    return e.reshape(y, static if all_static else e.op("Shape", x))
 
 
 def radix_scan(
@@ -369,11 +378,11 @@ def scan_plan(shape: list[int | None], axis: int, max_width: int | None = None) 
     """What scan_static lays out for this axis, for the report: "single chain", or the block
     sizes level by level ("blocks of 4, 4, 4, then a chain of 4")."""
     n = shape[axis]
-    post = shape[axis + 1 :]
-    I = int(np.prod(post)) if all(d is not None for d in post) else None
+    I = _known_product(shape[axis + 1 :])
     small_inner = I is not None and I < SMALL_INNER
     if None in shape[:axis] and I is None:
         return "radix scan with run-time block counts (outer and inner dims symbolic)"
+    assert n is not None  # the callers report a known axis length only
     levels = []
     while n > _chain_max(small_inner, max_width):
         b = _block(n, small_inner, max_width)
@@ -408,6 +417,12 @@ def radix(n: int) -> int:
         if n % b == 0:
             return b
     return RADIX
+
+
+def _known_product(dims: list[int | None]) -> int | None:
+    """The product of `dims`, None when one of them is symbolic."""
+    known = [d for d in dims if d is not None]
+    return int(np.prod(known)) if len(known) == len(dims) else None
 
 
 def _dim(d: int | None) -> int:
@@ -455,7 +470,7 @@ def scan_symbolic(
             f"symbolic axis length and other dims symbolic: {DYN_STEPS}-step doubling scan on x itself "
             "(exact for empty tensors too)"
         )
-    I_static = int(np.prod(post)) if all(d is not None for d in post) else None
+    I_static = _known_product(post)
     small_inner = I_static is not None and I_static < SMALL_INNER
     b, levels = (RADIX, 4) if small_inner else (DYN_BLOCK, 2)
     if (

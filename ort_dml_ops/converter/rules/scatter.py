@@ -82,24 +82,34 @@ class ScatterLowering(Rule):
         if len(node.inputs) < 3 or any(v is None for v in node.inputs[:3]):
             return Refusal("missing-inputs", "missing inputs")
         data, indices, updates = node.inputs[:3]
+        # refused above
+        assert data is not None and indices is not None and updates is not None
         for what, v in (("data", data), ("indices", indices), ("updates", updates)):
             if v.shape is None:
                 return Refusal("rank-unknown", f"the rank of {what} is unknown")
-        if len(data.shape) == 0:
+        dshape, ishape, ushape = data.shape, indices.shape, updates.shape
+        # refused above
+        assert dshape is not None and ishape is not None and ushape is not None
+        if len(dshape) == 0:
             return Refusal("scalar-data", "0-d data")
-        if node.op_type == "ScatterND" and not isinstance(indices.shape[-1], int):
-            return Refusal(
-                "coordinates-symbolic",
-                "the last dim of the indices (coordinates per update) is not static",
-            )
-        if node.op_type == "ScatterND" and indices.shape[-1] < 1:
-            return Refusal("no-coordinates", "ScatterND with 0 coordinates per update")
-        q = indices.shape[-1] if node.op_type == "ScatterND" else 0
-        want = len(indices.shape) - 1 + len(data.shape) - q if q else len(indices.shape)
-        if len(updates.shape) != want:
+        q = 0
+        if node.op_type == "ScatterND":
+            coords = ishape[-1]
+            if not isinstance(coords, int):
+                return Refusal(
+                    "coordinates-symbolic",
+                    "the last dim of the indices (coordinates per update) is not static",
+                )
+            if coords < 1:
+                return Refusal(
+                    "no-coordinates", "ScatterND with 0 coordinates per update"
+                )
+            q = coords
+        want = len(ishape) - 1 + len(dshape) - q if q else len(ishape)
+        if len(ushape) != want:
             return Refusal(
                 "updates-rank",
-                f"updates of rank {len(updates.shape)} where the indices ask for rank {want}",
+                f"updates of rank {len(ushape)} where the indices ask for rank {want}",
             )
         red = attr_str(node, "reduction", "none")
         if red != "none" and red not in REDUCE_OPS:
@@ -126,6 +136,9 @@ class ScatterLowering(Rule):
 
     def rewrite(self, node: ir.Node, ctx: RewriteContext) -> Rewrite:
         data, indices, updates = node.inputs[:3]
+        # check() passed
+        assert data is not None and indices is not None and updates is not None
+        assert data.dtype is not None
         e = Emitter(ctx, node.name or node.op_type)
         red = attr_str(node, "reduction", "none")
         ddims = sizes.dims(e, data)
@@ -196,9 +209,12 @@ class ScatterLowering(Rule):
 
 
 def _static_numel(v: ir.Value) -> int | None:
-    if v.shape is None or any(not isinstance(d, int) for d in v.shape):
+    if v.shape is None:
         return None
-    return int(np.prod([int(d) for d in v.shape]))
+    known = [d for d in v.shape if isinstance(d, int)]
+    if len(known) != len(v.shape):
+        return None
+    return int(np.prod(known))
 
 
 def _show(s: Size) -> str:
@@ -339,7 +355,8 @@ def _positions_elements(
 def _positions_nd(
     e: Emitter, idx: ir.Value, idims: list[Size], ddims: list[Size], check: bool
 ) -> tuple[ir.Value, Size, ir.Value | None]:
-    q = int(idims[-1])  # static: checked
+    q = idims[-1]
+    assert isinstance(q, int)  # check() refuses a symbolic coordinate count
     T = sizes.product(e, idims[:-1])
     R = sizes.product(e, ddims[q:])
     idx2 = e.reshape(idx, [-1, q])
@@ -356,6 +373,7 @@ def _positions_nd(
         tup = comp if tup is None else e.op("Add", tup, comp)
         if check:
             ok = _and(e, ok, _in_range(e, col, ddims[j]))
+    assert tup is not None  # check() refuses 0 coordinates per update
     pos = tup
     if not (isinstance(R, int) and R == 1):
         pos = e.op(
@@ -548,6 +566,7 @@ def scatter_flat(
                     "Slice", not_first, e.i64([0]), sizes.tensor(e, K), e.i64([0])
                 )
         if sequential:
+            assert not_first is not None  # made above for every sequential fold
             result = _max_min_sequential(
                 e, flat, spos, svals, not_first, K, red, dt, block
             )
