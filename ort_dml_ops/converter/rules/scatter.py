@@ -455,7 +455,12 @@ def _max_min_sequential(
     take_data = e.op("And", e.op("Not", not_first), e.op(compare, d, svals))
     items = _choose(e, svals, d, take_data, K)
     isnan = e.op("IsNaN", svals)
-    after_nan = shift(e, isnan, 1, K, e.const(np.zeros(1, dtype=bool)))
+    # IsNaN of the values shifted by one (a 0 shifted in), not the bool flags shifted: the DML
+    # EP's graph fusion refuses Or(…, Slice(Pad(bool))) at session creation ("Invalid
+    # parameter", DmlGraphFusionHelper.cpp; the lane, zoo segment_max / scatter_reduce_amax)
+    after_nan = e.op(
+        "IsNaN", shift(e, svals, 1, K, e.const(np.zeros(1, dtype=dt.numpy())))
+    )
     starts = e.op("Or", e.op("Or", e.op("Not", not_first), isnan), after_nan)
     seg = prefix_count(e, e.cast(starts, ir.DataType.INT32), K)
     return segmented_scan(
