@@ -31,9 +31,11 @@ class _Rule(pattern.RewriteRuleClassBase):
 
     _node: ir.Node
 
-    def check(self, context, x, axis, **_):
-        self._node = context.root
-        return self.applies(context, x)
+    def check(self, op, *args, **kwargs):
+        # op: the match context (named as in the base class); then the pattern's values
+        self._node = op.root
+        x = kwargs["x"] if "x" in kwargs else args[0]
+        return self.applies(op, x)
 
     def applies(self, context, x) -> bool:
         raise NotImplementedError

@@ -10,6 +10,9 @@ with duplicate indices (symbolic_opset9.py). The symbolics here emit the graphs 
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 import torch
 from torch.onnx import symbolic_helper
 
@@ -54,7 +57,12 @@ class _Ops:
         return v.type().scalarType() in _FLOAT_KINDS
 
     def rank(self, v) -> int:
-        return symbolic_helper._get_tensor_rank(v)
+        rank = symbolic_helper._get_tensor_rank(v)
+        if rank is None:
+            raise ValueError(
+                "ort_dml_ops.torch needs the rank of every input (torch.onnx knows none here)"
+            )
+        return rank
 
 
 @symbolic_helper.parse_args("v", "i", "none")
@@ -100,7 +108,7 @@ def segment_reduce(g, data, reduce, lengths, indices, offsets, axis, unsafe, ini
     return _semantics.segment_reduce(_Ops(g), data, reduce, lengths, axis, initial)
 
 
-_SYMBOLICS = {
+_SYMBOLICS: dict[str, Callable[..., Any]] = {
     "aten::cumprod": cumprod,
     "aten::scatter_reduce": scatter_reduce,
     "aten::index_reduce": index_reduce,
