@@ -18,7 +18,7 @@ import onnx
 import onnx_ir as ir
 
 from ._domain import DOMAIN
-from .errors import UserError
+from .errors import UserError, node_label
 
 #: Newest ai.onnx opset ONNX Runtime loads: 26 for onnxruntime 1.31 (27 fails in
 #: ValidateOpsetForDomain, onnxruntime/core/graph/model_load_utils.h; measured); the
@@ -86,14 +86,8 @@ def check_fallback_types(model: ir.Model, target: str, graphs) -> None:
                 SCAN_TYPES if node.op_type in ("CumSum", "CumProd") else SCATTER_TYPES
             )
             if name not in supported and name not in VIA_FLOAT32:
-                label = (
-                    f"{node.op_type} node {node.name!r}"
-                    if node.name
-                    else f"a {node.op_type} node"
-                )
-                at = "" if where == "main" else f" (in {where})"
                 raise UserError(
-                    f"{label}{at}: element type {name} runs nowhere: not on the {target} EP, not lowered, "
+                    f"{node_label(node, where)}: element type {name} runs nowhere: not on the {target} EP, not lowered, "
                     f"and the Python fallback has no {name} kernel; refused"
                 )
 

@@ -11,7 +11,7 @@ import onnx_ir as ir
 import onnx_ir.passes
 
 from ..._domain import DOMAIN
-from ...errors import UserError
+from ...errors import UserError, node_label
 from .._common import known_dims, serde_reason, walk_graphs
 from ..report import NodeReport
 from ..rules import FAMILY_OPS, RULES, cost
@@ -53,13 +53,8 @@ class RewritePass(onnx_ir.passes.InPlacePass):
                 except UserError:
                     raise
                 except Exception as exc:  # noqa: BLE001 - a rule that cannot handle this node: one line, not a traceback
-                    label = (
-                        f"{node.op_type} node {node.name!r}"
-                        if node.name
-                        else f"a {node.op_type} node"
-                    )
                     raise UserError(
-                        f"{label}: cannot convert it ({serde_reason(exc)})"
+                        f"{node_label(node)}: cannot convert it ({serde_reason(exc)})"
                     ) from None
         modified = any(
             r.action not in ("native", "cpu") or r.emitted for r in s.reports

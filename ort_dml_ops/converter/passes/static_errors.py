@@ -6,7 +6,7 @@ import onnx
 import onnx_ir as ir
 import onnx_ir.passes
 
-from ...errors import UserError
+from ...errors import UserError, node_label
 from .._common import known_dims, walk_graphs
 from ..rules import FAMILY_OPS
 from ..rules._base import const_array, onnx_domain
@@ -37,14 +37,8 @@ def _refuse_static_errors(model: ir.Model) -> None:
                 continue
             problem = _static_problem(node)
             if problem:
-                label = (
-                    f"{node.op_type} node {node.name!r}"
-                    if node.name
-                    else f"a {node.op_type} node"
-                )
-                at = "" if where == "main" else f" (in {where})"
                 raise UserError(
-                    f"{label}{at}: {problem}; the model is invalid, refused"
+                    f"{node_label(node, where)}: {problem}; the model is invalid, refused"
                 )
 
 
