@@ -152,7 +152,7 @@ def numpy_fn(op: str, reduction: str | None, axis: int, feeds: dict):
 
 def chain_model(n_nodes: int, opset: int = 17) -> onnx.ModelProto:
     """A synthetic n-node model for the convert / inspect costs: element-wise ops, CumSum,
-    ScatterElements with and without reduction (the same cycle as tools/bench_inspect.py)."""
+    ScatterElements with and without reduction (tools/bench_inspect.py times inspect on it)."""
     nodes = []
     inits = [
         helper.make_tensor("axis", onnx.TensorProto.INT64, [], [1]),
