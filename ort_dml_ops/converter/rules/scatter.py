@@ -92,7 +92,6 @@ class ScatterLowering(Rule):
         assert dshape is not None and ishape is not None and ushape is not None
         if len(dshape) == 0:
             return Refusal("scalar-data", "0-d data")
-        q = 0
         if node.op_type == "ScatterND":
             coords = ishape[-1]
             if not isinstance(coords, int):
@@ -104,13 +103,6 @@ class ScatterLowering(Rule):
                 return Refusal(
                     "no-coordinates", "ScatterND with 0 coordinates per update"
                 )
-            q = coords
-        want = len(ishape) - 1 + len(dshape) - q if q else len(ishape)
-        if len(ushape) != want:
-            return Refusal(
-                "updates-rank",
-                f"updates of rank {len(ushape)} where the indices ask for rank {want}",
-            )
         red = attr_str(node, "reduction", "none")
         if red != "none" and red not in REDUCE_OPS:
             return Refusal("reduction-unknown", f"unknown reduction {red!r}")
@@ -290,7 +282,8 @@ def _shape_guard(
     """True when the updates have the shape ONNX requires (None when the declared shapes already
     prove it). ORT's CPU kernel refuses a mismatch ("Indices vs updates dimensions differs",
     scatter.cc); without this check the lowering would read too few or too many updates and
-    return a value where ORT returns an error. Compared on the CPU, on shape tensors only."""
+    return a value where ORT returns an error. Compared on the CPU, on shape tensors only. The
+    ranks are equal: convert's RefuseStaticErrorsPass refuses a model where they differ."""
     pairs = [
         (u, x)
         for u, x in zip(udims, expected, strict=True)
