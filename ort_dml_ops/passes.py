@@ -21,22 +21,17 @@ planning, run-time index checks and the opset step, and stay in `convert` / `Con
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import onnx_ir as ir
 from onnx_ir.passes import InPlacePass, PassResult
 
 from .errors import UserError
 
-__all__ = ["ConvertPass", "convert_model_in_place", "rewrite_rules"]
+if TYPE_CHECKING:
+    from .converter.report import ConvertReport
 
-
-def convert_model_in_place(
-    model: ir.Model, target: str = "dml", strategy: str = "auto", **options
-):
-    """Convert `model` (an onnx_ir Model) in place; returns the ConvertReport
-    (`ort_dml_ops.converter.convert_model`)."""
-    from .converter import convert_model
-
-    return convert_model(model, target, strategy=strategy, **options)
+__all__ = ["ConvertPass", "rewrite_rules"]
 
 
 class ConvertPass(InPlacePass):
@@ -62,11 +57,13 @@ class ConvertPass(InPlacePass):
         super().__init__()
         self.target, self.strategy = target, strategy
         self.options = {"with_inspect": False, **options}
-        self.report = None
+        self.report: ConvertReport | None = None
 
     def call(self, model: ir.Model) -> PassResult:
-        report = convert_model_in_place(
-            model, self.target, self.strategy, **self.options
+        from .converter import convert_model
+
+        report = convert_model(
+            model, self.target, strategy=self.strategy, **self.options
         )
         self.report = report
         return PassResult(model, modified=report.changed)
