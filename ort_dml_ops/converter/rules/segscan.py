@@ -112,6 +112,7 @@ def segmented_scan(
     level: int = 0,
     block: int = BLOCK,
     cont: ir.Value | None = None,
+    key_dtype: type = np.int32,
 ) -> ir.Value:
     """Inclusive scan of the 1-D `vals` (n elements, n ≤ bound) within runs of equal `keys`.
 
@@ -120,18 +121,19 @@ def segmented_scan(
     Split and Concat bind that many tensors, so a target that binds few (WebGPU: 8 storage
     buffers per shader) passes its limit. `cont` (bool, n), where the caller has it: element i
     continues element i − 1's run — the chain then splits these flags (a quarter pass) instead of
-    the int32 keys and comparing neighbours."""
+    the int32 keys and comparing neighbours. `key_dtype`: the keys' element type — int32, or
+    float32 holding integers below 2^24 (exact) where the target slices no int32 (WebGPU)."""
     if bound <= 1:
         return vals
     B = block
     if level >= CHAIN_LEVELS or bound <= B:
         return _hillis_steele(
-            e, keys, vals, n, math.ceil(math.log2(bound)), step, identity
+            e, keys, vals, n, math.ceil(math.log2(bound)), step, identity, key_dtype
         )
     nb = sizes.ceil_div(e, n, B)
     pad = sizes.sub(e, sizes.mul(e, nb, B), n)
     fill = e.reshape(identity, [])
-    minus1 = e.i32(-1)
+    minus1 = e.const(np.asarray(-1, dtype=key_dtype))
     if not (isinstance(pad, int) and pad == 0):
         pads = sizes.concat(e, [0, pad])
         vals = e.op("Pad", vals, pads, fill, mode="constant")
@@ -158,7 +160,16 @@ def segmented_scan(
         ends_v = e.reshape(outs[-1], [-1])
         ends_k = e.reshape(last_keys, [-1])
         carry = segmented_scan(
-            e, ends_k, ends_v, nb, nb_bound, step, identity, level + 1, block
+            e,
+            ends_k,
+            ends_v,
+            nb,
+            nb_bound,
+            step,
+            identity,
+            level + 1,
+            block,
+            key_dtype=key_dtype,
         )
         prev_carry = shift(e, carry, 1, nb, fill)
         prev_key = e.reshape(shift(e, ends_k, 1, nb, minus1), [-1, 1])
@@ -261,10 +272,11 @@ def _hillis_steele(
     steps: int,
     step: Step,
     identity: ir.Value,
+    key_dtype: type = np.int32,
 ) -> ir.Value:
     """`steps` doubling steps: exact for runs of up to 2^steps elements."""
     fill = e.reshape(identity, [])
-    minus1 = e.i32(-1)
+    minus1 = e.const(np.asarray(-1, dtype=key_dtype))
     vals = e.reshape(vals, [-1, 1])  # 2-D columns for the steps' selects
     for k in range(steps):
         s = 1 << k
