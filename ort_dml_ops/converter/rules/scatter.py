@@ -496,7 +496,7 @@ def _max_min_sequential(
       the last of the items equal to the max / min).
 
     `keys_float` (the WebGPU-clean variant, `scatter_clean.py`): the ids are counted in float32
-    (exact: K < 2^24), NaN is `x != x` and Or is `Not(And(Not, Not))` — the plugin has no int32
+    (exact: K < 2^24) and the segment starts come from `x == x` and And — the plugin has no int32
     Slice, IsNaN or Or, and no bool Pad or Split for the scan's run flags.
     """
     compare = "Greater" if red == "max" else "Less"
@@ -506,16 +506,22 @@ def _max_min_sequential(
     d = e.op("Gather", flat, spos, axis=0)
     take_data = e.op("And", e.op("Not", not_first), e.op(compare, d, svals))
     items = _choose(e, svals, d, take_data, K)
-    isnan = _is_nan(e, svals, keys_float)
-    # IsNaN of the values shifted by one (a 0 shifted in), not the bool flags shifted: the DML
-    # EP's graph fusion refuses Or(…, Slice(Pad(bool))) at session creation ("Invalid
-    # parameter", DmlGraphFusionHelper.cpp; the lane, zoo segment_max / scatter_reduce_amax)
-    after_nan = _is_nan(
-        e, shift(e, svals, 1, K, e.const(np.zeros(1, dtype=dt.numpy()))), keys_float
-    )
-    starts = _or(
-        e, _or(e, e.op("Not", not_first), isnan, keys_float), after_nan, keys_float
-    )
+    # the values shifted by one (a 0 shifted in), not the bool flags shifted: the DML EP's graph
+    # fusion refuses Or(…, Slice(Pad(bool))) at session creation ("Invalid parameter",
+    # DmlGraphFusionHelper.cpp; the lane, zoo segment_max / scatter_reduce_amax)
+    zero = e.const(np.zeros(1, dtype=dt.numpy()))
+    if keys_float:
+        before = shift(e, svals, 1, K, zero)
+        # continues = not first, not NaN, not after a NaN (x == x is "not NaN"): two Equals,
+        # two Ands and one Not, where IsNaN and Or have no kernel
+        ordered = e.op(
+            "And", e.op("Equal", svals, svals), e.op("Equal", before, before)
+        )
+        starts = e.op("Not", e.op("And", not_first, ordered))
+    else:
+        isnan = e.op("IsNaN", svals)
+        after_nan = e.op("IsNaN", shift(e, svals, 1, K, zero))
+        starts = e.op("Or", e.op("Or", e.op("Not", not_first), isnan), after_nan)
     count_type = ir.DataType.FLOAT if keys_float else ir.DataType.INT32
     seg = prefix_count(e, e.cast(starts, count_type), K, count_type)
     bound = sizes.upper_bound(K, MAX_SLOTS)
@@ -531,20 +537,6 @@ def _max_min_sequential(
         cont=e.op("Not", starts) if bound > block and not keys_float else None,
         key_dtype=np.float32 if keys_float else np.int32,
     )
-
-
-def _is_nan(e: Emitter, x: ir.Value, no_isnan: bool) -> ir.Value:
-    """IsNaN(x), or x != x where the target has no IsNaN kernel (WebGPU)."""
-    if no_isnan:
-        return e.op("Not", e.op("Equal", x, x))
-    return e.op("IsNaN", x)
-
-
-def _or(e: Emitter, a: ir.Value, b: ir.Value, no_or: bool) -> ir.Value:
-    """Or(a, b), or Not(And(Not a, Not b)) where the target has no Or kernel (WebGPU)."""
-    if no_or:
-        return e.op("Not", e.op("And", e.op("Not", a), e.op("Not", b)))
-    return e.op("Or", a, b)
 
 
 def prefix_count(

@@ -35,7 +35,7 @@ import onnx_ir as ir
 
 from . import sizes
 from ._base import Emitter
-from .segscan import fold_step, segmented_scan, shift
+from .segscan import fold_step, segmented_scan
 from .sizes import Size
 
 #: targets that take this variant
@@ -114,15 +114,12 @@ def scatter_clean(
         sk = e.reshape(sk, [-1])
         svals = e.reshape(e.op("GatherElements", vals, perm, axis=1), [-1])
     spos = e.cast(sk, ir.DataType.INT32)
-    edge = e.const(np.asarray(-1, dtype=np.float32))  # below every position
-    not_first = e.op("Equal", sk, shift(e, sk, 1, K, edge))
-    after = e.op(
-        "Slice",
-        e.op("Pad", sk, e.i64([0, 1]), edge, mode="constant"),
-        e.i64([1]),
-        e.i64([2**62]),
-        e.i64([0]),
-    )
+    # one padded copy of the keys gives both neighbours (−1: below every position)
+    edge = e.const(np.asarray(-1, dtype=np.float32))
+    padded_keys = e.op("Pad", sk, e.i64([1, 1]), edge, mode="constant")
+    before = e.op("Slice", padded_keys, e.i64([0]), sizes.tensor(e, K), e.i64([0]))
+    after = e.op("Slice", padded_keys, e.i64([2]), e.i64([2**62]), e.i64([0]))
+    not_first = e.op("Equal", sk, before)
     is_last = e.op("Not", e.op("Equal", sk, after))
     bound = sizes.upper_bound(K, MAX_FLOAT_KEY)
     if red == "none":
