@@ -267,9 +267,9 @@ def _in_range(e: Emitter, idx: ir.Value, dim: Size, host: bool = False) -> ir.Va
     neg = sizes.sub(e, 0, dim)
     if host:
         below = e.op("Less", lo, sizes.tensor(e, neg))
-        return _and(
-            e, _not(e, below, True), e.op("Less", hi, sizes.tensor(e, dim)), True
-        )
+        ok = _and(e, _not(e, below, True), e.op("Less", hi, sizes.tensor(e, dim)), True)
+        assert ok is not None  # both flags given
+        return ok
     below = e.op("Less", lo, sizes.on_device(e, neg))
     return e.op("And", e.op("Not", below), e.op("Less", hi, sizes.on_device(e, dim)))
 
