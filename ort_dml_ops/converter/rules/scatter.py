@@ -445,25 +445,16 @@ def _identity(red: str, dt: ir.DataType) -> np.ndarray:
     return np.asarray([v], dtype=np_dt)
 
 
-def _pick(
-    e: Emitter, t: ir.Value, other: ir.Value, take_other: ir.Value, n: Size
-) -> ir.Value:
-    """Where(take_other, other, t) for a 1-D `t` of n elements and a 1-element `other`, as a
-    Gather: ONNX Runtime's CPU float Where turns a selected -0.0 into +0.0, a Gather copies bits."""
-    idx = e.op(
-        "Where", take_other, sizes.on_device(e, n, np.int32), sizes.iota(e, n, np.int32)
-    )
-    return e.op("Gather", e.op("Concat", t, other, axis=0), idx, axis=0)
-
-
 def _choose(
     e: Emitter, a: ir.Value, b: ir.Value, take_b: ir.Value, n: Size
 ) -> ir.Value:
-    """Where(take_b, b, a) for 1-D a, b of n elements, copying bits (see `_pick`): one Gather
-    from [a; b] at i or n + i."""
-    i = sizes.iota(e, n, np.int32)
-    idx = e.op("Where", take_b, e.op("Add", i, sizes.on_device(e, n, np.int32)), i)
-    return e.op("Gather", e.op("Concat", a, b, axis=0), idx, axis=0)
+    """Where(take_b, b, a) for 1-D a, b of n elements, copying bits: ONNX Runtime's CPU float
+    Where turns a selected −0.0 in its true branch into +0.0 (measured, 1.31), a gather copies
+    bits. One GatherElements from the [n, 2] pairs (a, b) at column Cast(take_b): four passes
+    (the pairs are two), where a Gather from [a; b] at Where(take_b, n + i, i) took five."""
+    pairs = e.op("Concat", e.reshape(a, [-1, 1]), e.reshape(b, [-1, 1]), axis=1)
+    column = e.reshape(e.cast(take_b, ir.DataType.INT32), [-1, 1])
+    return e.reshape(e.op("GatherElements", pairs, column, axis=1), [-1])
 
 
 def _max_min_sequential(

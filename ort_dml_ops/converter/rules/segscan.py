@@ -239,26 +239,22 @@ def _fix_up(
       [carries; identity] at an int32 index, then the op — three passes. x op identity == x
       bit for bit (−0.0 for float Add), so no select of the result is needed;
     * the sequential max / min: the strict compare against the broadcast carry, then one
-      Gather from [S; carries] at i or n + block — about three passes, no [nb, 2B] Concat.
+      GatherElements from [S | carry] ([nb, B + 1]) at column j or B — about three passes, no
+      [nb, 2B] Concat.
     """
     op = getattr(step, "fold_op", None)
     compare = getattr(step, "compare", None)
-    blk = e.reshape(sizes.iota(e, nb, np.int32), [-1, 1])
     if op is not None:
+        blk = e.reshape(sizes.iota(e, nb, np.int32), [-1, 1])
         table = e.op("Concat", prev_carry, identity, axis=0)
         at = e.op("Where", match, blk, sizes.on_device(e, nb, np.int32))
         return e.op(op, e.op("Gather", table, at, axis=0), S)
     if compare is not None:
-        keep = e.op("And", match, e.op(compare, e.reshape(prev_carry, [-1, 1]), S))
-        n = sizes.mul(e, nb, B)
-        i = e.reshape(sizes.iota(e, n, np.int32), [-1, B])
-        idx = e.op("Where", keep, e.op("Add", blk, sizes.on_device(e, n, np.int32)), i)
-        return e.op(
-            "Gather",
-            e.op("Concat", e.reshape(S, [-1]), prev_carry, axis=0),
-            idx,
-            axis=0,
-        )
+        carry = e.reshape(prev_carry, [-1, 1])
+        keep = e.op("And", match, e.op(compare, carry, S))
+        # an int Where of constants (exact): column B (the carry) where kept, else column j
+        pick = e.op("Where", keep, e.i32([[B]]), e.i32(np.arange(B).reshape(1, B)))
+        return e.op("GatherElements", e.op("Concat", S, carry, axis=1), pick, axis=1)
     return step(
         e, match, e.reshape(prev_carry, [-1, 1]), S, B
     )  # prev_carry broadcasts over the block
