@@ -194,3 +194,13 @@ def test_other_targets_and_types_keep_the_dml_graph():
         m = elements_model([6], [9], 0, "add", dtype)
         ops = {t for _, t in op_types(convert(m, target, strategy="lower").model)}
         assert "MaxUnpool" in ops and "ScatterElements" not in ops
+
+
+@pytest.mark.parametrize("opset", [11, 13, 16])
+def test_clean_older_opsets_keep_the_last_duplicate(opset):
+    """ScatterElements-11/13 (no reduction attribute): duplicates resolve as ORT's kernel does,
+    the last update wins — the sort keeps each run in update order and only run ends write."""
+    rng = np.random.default_rng(opset)
+    m = elements_model([6, 7], [9, 7], 0, "none", np.float32, opset=opset)
+    feeds = _feeds(rng, [6, 7], [9, 7], 6, np.float32)
+    _bits_equal(run_cpu(clean(m).model, feeds)[0], run_cpu(m, feeds)[0])
