@@ -216,6 +216,8 @@ class ScatterLowering(Rule):
         if ok is not None:
             _name_guard(e, y)
         note = f"{_show(K)} updates into {_show(M)} elements; reduction {red}"
+        if clean:
+            note += "; WebGPU-clean variant (float32 sort keys, ScatterElements write)"
         if ok is not None:
             note += "; run-time guard: " + (
                 "indices and sizes" if ctx.check_indices else "sizes"
