@@ -1,6 +1,7 @@
 """Lowered scatter vs ONNX Runtime's native ScatterElements on the CPU EP, side by side.
 
-    python tools/bench_scatter.py [--sizes 10000,1000000] [--reductions none,add,max] [--reps 5] [--json]
+    python tools/bench_scatter.py [--sizes 10000,1000000] [--reductions none,add,max] [--reps 5]
+                                  [--target dml|webgpu] [--json]
 
 Per reduction and size (float32 data [n, n], as many updates along axis 1, duplicates
 everywhere): the native kernel on the original model, the lowered graph with static shapes
@@ -8,9 +9,10 @@ everywhere): the native kernel on the original model, the lowered graph with sta
 symbolic (the shapes torch.onnx exports), all interleaved in one run (`bench.timing`).
 Alongside: the lowered graphs' node counts and full-size write passes from ORT's own profile
 (`bench.passes`: bytes written by the kernels ÷ bytes of the data; views — Reshape, Squeeze,
-Unsqueeze — counted apart), and the host↔device copies `inspect --target dml` predicts.
+Unsqueeze — counted apart), and the host↔device copies `inspect` predicts for the target.
 Outputs are checked against the native kernel in the same run (ints exact, floats within the
-documented bound).
+documented bound). `--target webgpu` converts for the WebGPU plugin instead (float data there
+takes the WebGPU-clean variant, converter/rules/scatter_clean.py), still run on the CPU EP.
 """
 
 from __future__ import annotations
@@ -90,17 +92,17 @@ def _write_passes(model, feeds, data_bytes: int) -> float:
     return written / data_bytes
 
 
-def bench_case(n: int, reduction: str, reps: int) -> dict:
+def bench_case(n: int, reduction: str, reps: int, target: str = "dml") -> dict:
     feeds = feeds_for(n, reduction)
     static = scatter_model(n, reduction, symbolic=False)
     symbolic = scatter_model(n, reduction, symbolic=True)
     variants = {
         "native": static,
-        "lowered": convert(static, "dml", strategy="lower").model,
+        "lowered": convert(static, target, strategy="lower").model,
         "lowered_unguarded": convert(
-            static, "dml", strategy="lower", check_indices=False
+            static, target, strategy="lower", check_indices=False
         ).model,
-        "lowered_symbolic": convert(symbolic, "dml", strategy="lower").model,
+        "lowered_symbolic": convert(symbolic, target, strategy="lower").model,
     }
     sessions = {
         k: ort.InferenceSession(
@@ -131,7 +133,7 @@ def bench_case(n: int, reduction: str, reps: int) -> dict:
         "variants": {},
     }
     for k, m in variants.items():
-        summary = inspect(m, "dml").to_dict()["summary"]
+        summary = inspect(m, target).to_dict()["summary"]
         out["variants"][k] = {
             "median_ms": times[k]["median_s"] * 1e3,
             "ratio_to_native": times[k]["median_s"] / times["native"]["median_s"],
@@ -152,10 +154,11 @@ def main() -> None:
     )
     ap.add_argument("--reductions", default="none,add,mul,max,min")
     ap.add_argument("--reps", type=int, default=5)
+    ap.add_argument("--target", choices=("dml", "webgpu"), default="dml")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
     cases = [
-        bench_case(int(n), r, args.reps)
+        bench_case(int(n), r, args.reps, args.target)
         for n in args.sizes.split(",")
         for r in args.reductions.split(",")
     ]
@@ -167,11 +170,12 @@ def main() -> None:
         print(json.dumps(record, indent=1))
         return
     print(
-        f"onnxruntime {ort.__version__}, CPU EP, interleaved medians; passes = bytes written / data bytes (views apart)"
+        f"onnxruntime {ort.__version__}, CPU EP, lowered for {args.target}, interleaved medians; "
+        "passes = bytes written / data bytes (views apart)"
     )
     print(
         f"{'elements':>9} {'red':>4} | {'variant':<18} {'ms':>9} {'x native':>9} {'nodes':>6} {'passes':>7} "
-        f"{'dml copies':>10} {'dml cpu nodes':>13} ok"
+        f"{'copies':>10} {'cpu nodes':>13} ok"
     )
     for c in cases:
         for k, v in c["variants"].items():

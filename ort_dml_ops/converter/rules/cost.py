@@ -36,8 +36,8 @@ SCATTER_PASSES = {
     "none": 12.3,
     "add": 27.7,
     "mul": 26.7,
-    "max": 41.2,
-    "min": 41.2,
+    "max": 42.9,  # (41.2 before the NaN-shift fix for the DML EP's fusion, 03c0f18)
+    "min": 42.9,
     "int_max_min": 27.7,
 }
 SCATTER_SYMBOLIC_EXTRA = 6.0
@@ -52,6 +52,17 @@ WEBGPU_SCATTER_COPIES = {
     "min": 58,
     "int_max_min": 55,
 }
+#: the WebGPU-clean variant (scatter_clean.py: float / float16 data on webgpu), full-size passes
+#: measured as SCATTER_PASSES (same model, CPU EP, views excluded); its one copy is the int64
+#: indices' upload that the index guard's CPU-side min / max causes (none without the guard)
+WEBGPU_CLEAN_SCATTER_PASSES = {
+    "none": 14.3,
+    "add": 29.2,
+    "mul": 28.2,
+    "max": 45.3,
+    "min": 45.3,
+}
+WEBGPU_CLEAN_SCATTER_COPIES = 1
 #: the blocked Mul / Add scans (CumProd, WebGPU's CumSum) at [1000, 1000] float32, every kernel
 SCAN_PASSES = 7.5
 _FLOATS = (
@@ -106,7 +117,13 @@ def node_costs(
         lowered_passes = _lowered_passes(node, family)
         if lowered_passes is not None:
             copies, note = 0, "measured at 1e6 elements"
-            if family == "scatter" and target == "webgpu":
+            if family == "scatter" and target == "webgpu" and _clean(node):
+                lowered_passes = WEBGPU_CLEAN_SCATTER_PASSES[_reduction(node)] + (
+                    lowered_passes - SCATTER_PASSES[_reduction(node)]
+                )  # (+ the symbolic extra, where the shapes are symbolic)
+                copies = WEBGPU_CLEAN_SCATTER_COPIES
+                note += "; WebGPU-clean variant: the index guard's upload of the indices only"
+            elif family == "scatter" and target == "webgpu":
                 copies = WEBGPU_SCATTER_COPIES.get(_reduction(node), 55)
                 note += "; copies measured on the WebGPU plugin (ops it lacks: TopK int32, MaxUnpool, int Slice)"
             elif family == "scatter" and target != "cpu":
@@ -207,6 +224,22 @@ def _lowered_passes(node: ir.Node, family: str | None) -> float | None:
         if v is not None
     )
     return passes + (0.0 if static else SCATTER_SYMBOLIC_EXTRA)
+
+
+def _clean(node: ir.Node) -> bool:
+    """Does the scatter rule take its WebGPU-clean variant (float / float16 data of at most 2^24
+    elements where the size is static: scatter_clean.applies)?"""
+    from .scatter_clean import MAX_FLOAT_KEY
+
+    data = node.inputs[0] if node.inputs else None
+    if data is None or data.dtype not in (ir.DataType.FLOAT, ir.DataType.FLOAT16):
+        return False
+    shape = static_shape(data)
+    return (
+        shape is None
+        or None in shape
+        or int(np.prod([int(d) for d in shape if d is not None])) <= MAX_FLOAT_KEY
+    )
 
 
 def _reduction(node: ir.Node) -> str:

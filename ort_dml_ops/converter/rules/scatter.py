@@ -35,7 +35,7 @@ import numpy as np
 import onnx_ir as ir
 
 from ..._domain import DOMAIN
-from . import sizes
+from . import scatter_clean, sizes
 from ._base import (
     Emitter,
     Refusal,
@@ -159,31 +159,56 @@ class ScatterLowering(Rule):
             if indices.dtype != ir.DataType.INT64
             else indices
         )
+        clean = scatter_clean.applies(ctx.target, data.dtype, M)
         if node.op_type == "ScatterND":
-            pos, K, ok = _positions_nd(e, idx, idims, ddims, ctx.check_indices)
+            pos, K, ok = _positions_nd(e, idx, idims, ddims, ctx.check_indices, clean)
         else:
             axis = attr_int(node, "axis", 0) % len(ddims)
             pos, K, ok = _positions_elements(
-                e, idx, idims, ddims, axis, ctx.check_indices
+                e, idx, idims, ddims, axis, ctx.check_indices, clean, not clean
             )
-        ok = _and(e, _to_host(e, ok) if ok is not None else None, _size_guard(e, K, M))
-        ok = _and(e, ok, shape_ok)
-        vals = e.reshape(updates, [-1])
+        if ok is not None and not clean:  # (the clean variant computes it on the CPU)
+            ok = _to_host(e, ok)
+        ok = _and(e, ok, _size_guard(e, K, M, clean), clean)
+        if clean:
+            ok = _and(e, ok, scatter_clean.size_guard(e, M), clean)
+        ok = _and(e, ok, shape_ok, clean)
         width = ctx.options.get("max_io_width") or BLOCK
-        row = None
-        if (
-            node.op_type != "ScatterND"
-            and axis == len(ddims) - 1
-            and len(ddims) > 1
-            and isinstance(idims[-1], int)
-            and idims[-1] > 1
-        ):
-            row = idims[
-                -1
-            ]  # positions along the last axis: sorted row by row (see scatter_flat)
-        out = scatter_flat(
-            e, flat, pos, vals, K, M, red, data.dtype, block=min(BLOCK, width), row=row
-        )
+        if clean:
+            crow: Size | None = None
+            if node.op_type != "ScatterND" and len(ddims) > 1:
+                pos, vals, crow = scatter_clean.rows_of(e, pos, updates, idims, axis)
+            else:
+                pos = e.reshape(pos, [-1])
+                vals = e.reshape(updates, [-1])
+            out = scatter_clean.scatter_clean(
+                e, flat, pos, vals, K, M, red, data.dtype, min(BLOCK, width), crow
+            )
+        else:
+            vals = e.reshape(updates, [-1])
+            row = None
+            if (
+                node.op_type != "ScatterND"
+                and axis == len(ddims) - 1
+                and len(ddims) > 1
+                and isinstance(idims[-1], int)
+                and idims[-1] > 1
+            ):
+                row = idims[
+                    -1
+                ]  # positions along the last axis: sorted row by row (see scatter_flat)
+            out = scatter_flat(
+                e,
+                flat,
+                pos,
+                vals,
+                K,
+                M,
+                red,
+                data.dtype,
+                block=min(BLOCK, width),
+                row=row,
+            )
         shape = zeros_inferred(e, sizes.shape_tensor(e, data))
         if ok is not None:
             shape = e.op("Where", ok, shape, e.i64([_BAD_DIM] * len(ddims)))
@@ -191,6 +216,8 @@ class ScatterLowering(Rule):
         if ok is not None:
             _name_guard(e, y)
         note = f"{_show(K)} updates into {_show(M)} elements; reduction {red}"
+        if clean:
+            note += "; WebGPU-clean variant (float32 sort keys, ScatterElements write)"
         if ok is not None:
             note += "; run-time guard: " + (
                 "indices and sizes" if ctx.check_indices else "sizes"
@@ -213,18 +240,38 @@ def _show(s: Size) -> str:
     return str(s) if isinstance(s, int) else "n (run time)"
 
 
-def _and(e: Emitter, a: ir.Value | None, b: ir.Value | None) -> ir.Value | None:
+def _and(
+    e: Emitter, a: ir.Value | None, b: ir.Value | None, host: bool = False
+) -> ir.Value | None:
+    """a and b (either may be None: no check). `host`: spelt with Or and Equal on bools, which
+    the WebGPU plugin has no kernel for, so the whole guard stays on the CPU EP beside its int64
+    inputs (And and Not it has: they would bounce each flag to the device and back)."""
     if a is None or b is None:
         return a if b is None else b
+    if host:
+        return _not(e, e.op("Or", _not(e, a, True), _not(e, b, True)), True)
     return e.op("And", a, b)
 
 
-def _in_range(e: Emitter, idx: ir.Value, dim: Size) -> ir.Value:
+def _not(e: Emitter, a: ir.Value, host: bool = False) -> ir.Value:
+    """Not(a); `host`: Equal(a, false), a bool Equal (no WebGPU kernel, see `_and`)."""
+    if host:
+        return e.op("Equal", a, e.const(np.zeros((), dtype=bool)))
+    return e.op("Not", a)
+
+
+def _in_range(e: Emitter, idx: ir.Value, dim: Size, host: bool = False) -> ir.Value:
     """True when every element of idx lies in [-dim, dim): a min and a max over the indices
-    (two reads of K integers), compared on scalars."""
+    (two reads of K integers), compared on scalars. `host`: the int64 indices are reduced on
+    the CPU (no WebGPU kernel reduces int64), and the flag stays there (see `_and`)."""
     lo = e.op("ReduceMin", idx, keepdims=0)
     hi = e.op("ReduceMax", idx, keepdims=0)
     neg = sizes.sub(e, 0, dim)
+    if host:
+        below = e.op("Less", lo, sizes.tensor(e, neg))
+        ok = _and(e, _not(e, below, True), e.op("Less", hi, sizes.tensor(e, dim)), True)
+        assert ok is not None  # both flags given
+        return ok
     below = e.op("Less", lo, sizes.on_device(e, neg))
     return e.op("And", e.op("Not", below), e.op("Less", hi, sizes.on_device(e, dim)))
 
@@ -297,7 +344,7 @@ def _shape_guard(
     return e.op("Equal", worst, e.i64([0]))
 
 
-def _size_guard(e: Emitter, K: Size, M: Size) -> ir.Value | None:
+def _size_guard(e: Emitter, K: Size, M: Size, host: bool = False) -> ir.Value | None:
     """K + 1 < 2^24 and M + K < 2^31 where the sizes are only known at run time."""
     checks = []
     if not isinstance(K, int):
@@ -308,7 +355,7 @@ def _size_guard(e: Emitter, K: Size, M: Size) -> ir.Value | None:
         )
     out = None
     for c in checks:
-        out = _and(e, out, c)
+        out = _and(e, out, c, host)
     return out
 
 
@@ -319,7 +366,11 @@ def _positions_elements(
     ddims: list[Size],
     axis: int,
     check: bool,
+    host: bool = False,
+    flat: bool = True,
 ) -> tuple[ir.Value, Size, ir.Value | None]:
+    """Flat int32 positions of the updates (1-D; in the indices' shape where not `flat`), K and
+    the index guard."""
     rank = len(ddims)
     # a stride is 0 only for empty data, where K is 0 too; Range refuses a 0 step, so ≥ 1
     strides = [
@@ -341,12 +392,17 @@ def _positions_elements(
         base = term if base is None else e.op("Add", base, term)
     if base is not None:
         pos = e.op("Add", pos, base)
-    ok = _in_range(e, idx, ddims[axis]) if check else None
-    return e.reshape(pos, [-1]), sizes.product(e, idims), ok
+    ok = _in_range(e, idx, ddims[axis], host) if check else None
+    return (e.reshape(pos, [-1]) if flat else pos), sizes.product(e, idims), ok
 
 
 def _positions_nd(
-    e: Emitter, idx: ir.Value, idims: list[Size], ddims: list[Size], check: bool
+    e: Emitter,
+    idx: ir.Value,
+    idims: list[Size],
+    ddims: list[Size],
+    check: bool,
+    host: bool = False,
 ) -> tuple[ir.Value, Size, ir.Value | None]:
     q = idims[-1]
     assert isinstance(q, int)  # check() refuses a symbolic coordinate count
@@ -365,7 +421,7 @@ def _positions_nd(
         )
         tup = comp if tup is None else e.op("Add", tup, comp)
         if check:
-            ok = _and(e, ok, _in_range(e, col, ddims[j]))
+            ok = _and(e, ok, _in_range(e, col, ddims[j], host), host)
     assert tup is not None  # check() refuses 0 coordinates per update
     pos = tup
     if not (isinstance(R, int) and R == 1):
@@ -391,25 +447,16 @@ def _identity(red: str, dt: ir.DataType) -> np.ndarray:
     return np.asarray([v], dtype=np_dt)
 
 
-def _pick(
-    e: Emitter, t: ir.Value, other: ir.Value, take_other: ir.Value, n: Size
-) -> ir.Value:
-    """Where(take_other, other, t) for a 1-D `t` of n elements and a 1-element `other`, as a
-    Gather: ONNX Runtime's CPU float Where turns a selected -0.0 into +0.0, a Gather copies bits."""
-    idx = e.op(
-        "Where", take_other, sizes.on_device(e, n, np.int32), sizes.iota(e, n, np.int32)
-    )
-    return e.op("Gather", e.op("Concat", t, other, axis=0), idx, axis=0)
-
-
 def _choose(
     e: Emitter, a: ir.Value, b: ir.Value, take_b: ir.Value, n: Size
 ) -> ir.Value:
-    """Where(take_b, b, a) for 1-D a, b of n elements, copying bits (see `_pick`): one Gather
-    from [a; b] at i or n + i."""
-    i = sizes.iota(e, n, np.int32)
-    idx = e.op("Where", take_b, e.op("Add", i, sizes.on_device(e, n, np.int32)), i)
-    return e.op("Gather", e.op("Concat", a, b, axis=0), idx, axis=0)
+    """Where(take_b, b, a) for 1-D a, b of n elements, copying bits: ONNX Runtime's CPU float
+    Where turns a selected −0.0 in its true branch into +0.0 (measured, 1.31), a gather copies
+    bits. One GatherElements from the [n, 2] pairs (a, b) at column Cast(take_b): four passes
+    (the pairs are two), where a Gather from [a; b] at Where(take_b, n + i, i) took five."""
+    pairs = e.op("Concat", e.reshape(a, [-1, 1]), e.reshape(b, [-1, 1]), axis=1)
+    column = e.reshape(e.cast(take_b, ir.DataType.INT32), [-1, 1])
+    return e.reshape(e.op("GatherElements", pairs, column, axis=1), [-1])
 
 
 def _max_min_sequential(
@@ -422,6 +469,7 @@ def _max_min_sequential(
     red: str,
     dt: ir.DataType,
     block: int,
+    keys_float: bool = False,
 ) -> ir.Value:
     """Per sorted update k: ONNX Runtime's sequential max/min of the data item and the updates
     of k's run up to k (exact at each run's last element, which is all the caller reads).
@@ -439,6 +487,10 @@ def _max_min_sequential(
       a NaN is a segment of its own (so a run whose last update is NaN gives that NaN);
     * one segmented scan with the sequential step over those ids (associative without NaN:
       the last of the items equal to the max / min).
+
+    `keys_float` (the WebGPU-clean variant, `scatter_clean.py`): the ids are counted in float32
+    (exact: K < 2^24) and the segment starts come from `x == x` and And — the plugin has no int32
+    Slice, IsNaN or Or, and no bool Pad or Split for the scan's run flags.
     """
     compare = "Greater" if red == "max" else "Less"
     neutral = e.const(
@@ -447,30 +499,44 @@ def _max_min_sequential(
     d = e.op("Gather", flat, spos, axis=0)
     take_data = e.op("And", e.op("Not", not_first), e.op(compare, d, svals))
     items = _choose(e, svals, d, take_data, K)
-    isnan = e.op("IsNaN", svals)
-    # IsNaN of the values shifted by one (a 0 shifted in), not the bool flags shifted: the DML
-    # EP's graph fusion refuses Or(…, Slice(Pad(bool))) at session creation ("Invalid
-    # parameter", DmlGraphFusionHelper.cpp; the lane, zoo segment_max / scatter_reduce_amax)
-    after_nan = e.op(
-        "IsNaN", shift(e, svals, 1, K, e.const(np.zeros(1, dtype=dt.numpy())))
-    )
-    starts = e.op("Or", e.op("Or", e.op("Not", not_first), isnan), after_nan)
-    seg = prefix_count(e, e.cast(starts, ir.DataType.INT32), K)
+    # the values shifted by one (a 0 shifted in), not the bool flags shifted: the DML EP's graph
+    # fusion refuses Or(…, Slice(Pad(bool))) at session creation ("Invalid parameter",
+    # DmlGraphFusionHelper.cpp; the lane, zoo segment_max / scatter_reduce_amax)
+    zero = e.const(np.zeros(1, dtype=dt.numpy()))
+    if keys_float:
+        before = shift(e, svals, 1, K, zero)
+        # continues = not first, not NaN, not after a NaN (x == x is "not NaN"): two Equals,
+        # two Ands and one Not, where IsNaN and Or have no kernel
+        ordered = e.op(
+            "And", e.op("Equal", svals, svals), e.op("Equal", before, before)
+        )
+        starts = e.op("Not", e.op("And", not_first, ordered))
+    else:
+        isnan = e.op("IsNaN", svals)
+        after_nan = e.op("IsNaN", shift(e, svals, 1, K, zero))
+        starts = e.op("Or", e.op("Or", e.op("Not", not_first), isnan), after_nan)
+    count_type = ir.DataType.FLOAT if keys_float else ir.DataType.INT32
+    seg = prefix_count(e, e.cast(starts, count_type), K, count_type)
+    bound = sizes.upper_bound(K, MAX_SLOTS)
     return segmented_scan(
         e,
         seg,
         items,
         K,
-        sizes.upper_bound(K, MAX_SLOTS),
+        bound,
         keep_step(compare),
         neutral,
         block=block,
-        cont=e.op("Not", starts) if sizes.upper_bound(K, MAX_SLOTS) > block else None,
+        cont=e.op("Not", starts) if bound > block and not keys_float else None,
+        key_dtype=np.float32 if keys_float else np.int32,
     )
 
 
-def prefix_count(e: Emitter, flags: ir.Value, n: Size) -> ir.Value:
-    """Inclusive prefix sum of a 1-D int32 tensor of n elements (exact: n < 2^31).
+def prefix_count(
+    e: Emitter, flags: ir.Value, n: Size, dtype: ir.DataType = ir.DataType.INT32
+) -> ir.Value:
+    """Inclusive prefix sum of a 1-D int32 tensor of n elements (exact: n < 2^31), or of a float32
+    one (exact: n < 2^24).
 
     ONNX's CumSum, except where the target's own CumSum is known to be slow for this length
     (``cost_facts["cumsum_native_max_axis"]``: WebGPU's kernel reads the whole prefix for every
@@ -490,7 +556,7 @@ def prefix_count(e: Emitter, flags: ir.Value, n: Size) -> ir.Value:
             "Add",
             False,
             False,
-            ir.DataType.INT32,
+            dtype,
             max_width=e.ctx.options.get("max_io_width"),
         )
     return e.op("CumSum", flags, e.i32(0))

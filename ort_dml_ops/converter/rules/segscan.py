@@ -112,6 +112,7 @@ def segmented_scan(
     level: int = 0,
     block: int = BLOCK,
     cont: ir.Value | None = None,
+    key_dtype: type = np.int32,
 ) -> ir.Value:
     """Inclusive scan of the 1-D `vals` (n elements, n ≤ bound) within runs of equal `keys`.
 
@@ -120,18 +121,19 @@ def segmented_scan(
     Split and Concat bind that many tensors, so a target that binds few (WebGPU: 8 storage
     buffers per shader) passes its limit. `cont` (bool, n), where the caller has it: element i
     continues element i − 1's run — the chain then splits these flags (a quarter pass) instead of
-    the int32 keys and comparing neighbours."""
+    the int32 keys and comparing neighbours. `key_dtype`: the keys' element type — int32, or
+    float32 holding integers below 2^24 (exact) where the target slices no int32 (WebGPU)."""
     if bound <= 1:
         return vals
     B = block
     if level >= CHAIN_LEVELS or bound <= B:
         return _hillis_steele(
-            e, keys, vals, n, math.ceil(math.log2(bound)), step, identity
+            e, keys, vals, n, math.ceil(math.log2(bound)), step, identity, key_dtype
         )
     nb = sizes.ceil_div(e, n, B)
     pad = sizes.sub(e, sizes.mul(e, nb, B), n)
     fill = e.reshape(identity, [])
-    minus1 = e.i32(-1)
+    minus1 = e.const(np.asarray(-1, dtype=key_dtype))
     if not (isinstance(pad, int) and pad == 0):
         pads = sizes.concat(e, [0, pad])
         vals = e.op("Pad", vals, pads, fill, mode="constant")
@@ -158,7 +160,16 @@ def segmented_scan(
         ends_v = e.reshape(outs[-1], [-1])
         ends_k = e.reshape(last_keys, [-1])
         carry = segmented_scan(
-            e, ends_k, ends_v, nb, nb_bound, step, identity, level + 1, block
+            e,
+            ends_k,
+            ends_v,
+            nb,
+            nb_bound,
+            step,
+            identity,
+            level + 1,
+            block,
+            key_dtype=key_dtype,
         )
         prev_carry = shift(e, carry, 1, nb, fill)
         prev_key = e.reshape(shift(e, ends_k, 1, nb, minus1), [-1, 1])
@@ -228,26 +239,22 @@ def _fix_up(
       [carries; identity] at an int32 index, then the op — three passes. x op identity == x
       bit for bit (−0.0 for float Add), so no select of the result is needed;
     * the sequential max / min: the strict compare against the broadcast carry, then one
-      Gather from [S; carries] at i or n + block — about three passes, no [nb, 2B] Concat.
+      GatherElements from [S | carry] ([nb, B + 1]) at column j or B — about three passes, no
+      [nb, 2B] Concat.
     """
     op = getattr(step, "fold_op", None)
     compare = getattr(step, "compare", None)
-    blk = e.reshape(sizes.iota(e, nb, np.int32), [-1, 1])
     if op is not None:
+        blk = e.reshape(sizes.iota(e, nb, np.int32), [-1, 1])
         table = e.op("Concat", prev_carry, identity, axis=0)
         at = e.op("Where", match, blk, sizes.on_device(e, nb, np.int32))
         return e.op(op, e.op("Gather", table, at, axis=0), S)
     if compare is not None:
-        keep = e.op("And", match, e.op(compare, e.reshape(prev_carry, [-1, 1]), S))
-        n = sizes.mul(e, nb, B)
-        i = e.reshape(sizes.iota(e, n, np.int32), [-1, B])
-        idx = e.op("Where", keep, e.op("Add", blk, sizes.on_device(e, n, np.int32)), i)
-        return e.op(
-            "Gather",
-            e.op("Concat", e.reshape(S, [-1]), prev_carry, axis=0),
-            idx,
-            axis=0,
-        )
+        carry = e.reshape(prev_carry, [-1, 1])
+        keep = e.op("And", match, e.op(compare, carry, S))
+        # an int Where of constants (exact): column B (the carry) where kept, else column j
+        pick = e.op("Where", keep, e.i32([[B]]), e.i32(np.arange(B).reshape(1, B)))
+        return e.op("GatherElements", e.op("Concat", S, carry, axis=1), pick, axis=1)
     return step(
         e, match, e.reshape(prev_carry, [-1, 1]), S, B
     )  # prev_carry broadcasts over the block
@@ -261,10 +268,11 @@ def _hillis_steele(
     steps: int,
     step: Step,
     identity: ir.Value,
+    key_dtype: type = np.int32,
 ) -> ir.Value:
     """`steps` doubling steps: exact for runs of up to 2^steps elements."""
     fill = e.reshape(identity, [])
-    minus1 = e.i32(-1)
+    minus1 = e.const(np.asarray(-1, dtype=key_dtype))
     vals = e.reshape(vals, [-1, 1])  # 2-D columns for the steps' selects
     for k in range(steps):
         s = 1 << k

@@ -1,0 +1,63 @@
+"""The WebGPU-clean scatter lowering on ONNX Runtime's WebGPU plugin EP, for real (issue 19 item 2).
+
+Every node of the lowered subgraph that touches data runs on WebGPU (ORT's assignment record);
+only the index guard's scalar nodes, which read the int64 indices (no WebGPU kernel reduces or
+compares int64), stay on the CPU EP. Copies are counted from ORT's profile of one run: the one
+Memcpy left is the int64 indices' upload, which the graph input needs anyway (the native kernel's
+session makes the same transfer as a feed copy); with the guard off there is none. Values are
+compared with ORT's CPU kernel in the same test.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import onnxruntime as ort
+import pytest
+
+from ort_dml_ops.bench import webgpu as W
+from ort_dml_ops.conversion import convert
+
+from .conftest import placement, webgpu_session
+
+pytestmark = pytest.mark.webgpu
+
+#: the guard: min / max of the int64 indices, compared on the CPU (scatter._in_range, host=True)
+GUARD_OPS = {"ReduceMin", "ReduceMax", "Less", "Equal", "Or", "Where"}
+
+
+def _model(reduction, axis, shape=(64, 48)):
+    from ort_dml_ops.bench import models
+
+    native = W.sandwich(models.scatter_model(reduction, "float32", list(shape), axis))
+    feeds = models.feeds_for("ScatterElements", reduction, "float32", list(shape), axis)
+    return native, feeds
+
+
+@pytest.mark.parametrize("reduction", ["none", "add", "max", "min"])
+@pytest.mark.parametrize("axis", [0, 1])
+@pytest.mark.parametrize("check", [True, False])
+def test_clean_scatter_runs_on_webgpu_without_copies(
+    webgpu_lane, reduction, axis, check
+):
+    native, feeds = _model(reduction, axis)
+    low = convert(
+        native, "webgpu", strategy="lower", check_indices=check, with_inspect=False
+    ).model
+    s = webgpu_session(low)
+    got = s.run(None, feeds)[0]
+    want = ort.InferenceSession(
+        native.SerializeToString(), providers=["CPUExecutionProvider"]
+    ).run(None, feeds)[0]
+    if reduction == "add":
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+    else:
+        np.testing.assert_array_equal(got, want)
+    ops = {n.name: n.op_type for n in low.graph.node}
+    on_cpu = {
+        ops[name]
+        for name, ep in placement(s).items()
+        if ep == "CPUExecutionProvider" and name in ops
+    }
+    assert on_cpu <= (GUARD_OPS if check else set()), on_cpu
+    copies, _ = W._copies(low, False, feeds)
+    assert copies == (1 if check else 0)
