@@ -134,7 +134,7 @@ def run(args) -> int:
         )
         if not external:
             outputs.discard(data)
-        report = result.report.to_dict()
+        report = result.report.to_dict() if args.json or args.report else {}
         if args.verify:
             report["verify"] = "ok"
         if args.report:

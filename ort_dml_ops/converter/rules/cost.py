@@ -72,9 +72,13 @@ class OptionCost:
     note: str = ""
 
     def to_dict(self) -> dict:
-        return {
-            k: v for k, v in dataclasses.asdict(self).items() if v not in (None, "")
-        }
+        fields = (
+            ("passes", self.passes),
+            ("copies", self.copies),
+            ("bytes_moved", self.bytes_moved),
+            ("note", self.note),
+        )
+        return {k: v for k, v in fields if v not in (None, "")}
 
 
 def node_costs(
