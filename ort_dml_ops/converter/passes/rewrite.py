@@ -32,6 +32,7 @@ class RewritePass(onnx_ir.passes.InPlacePass):
         s = self.state
         main_opset = model.opset_imports.get("", 0)
         memo = _Memo(tuple(sorted(model.opset_imports.items())))
+        suffixes: dict[str, int] = {}  # RewriteContext.unique's, shared as names are
         for graph, where, opset in walk_graphs(model, main_opset):
             nodes = list(graph)
             positions = {n: i for i, n in enumerate(nodes)}
@@ -42,6 +43,7 @@ class RewritePass(onnx_ir.passes.InPlacePass):
                     opset=opset,
                     target=s.target,
                     names=s.names,
+                    suffixes=suffixes,
                     check_indices=s.check_indices,
                     options={
                         "model_opsets": dict(model.opset_imports),
