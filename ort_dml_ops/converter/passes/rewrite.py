@@ -33,6 +33,8 @@ class RewritePass(onnx_ir.passes.InPlacePass):
         main_opset = model.opset_imports.get("", 0)
         memo = _Memo(tuple(sorted(model.opset_imports.items())))
         suffixes: dict[str, int] = {}  # RewriteContext.unique's, shared as names are
+        model_opsets = dict(model.opset_imports)
+        max_io_width = _max_io_width(s.target)
         for graph, where, opset in walk_graphs(model, main_opset):
             nodes = list(graph)
             positions = {n: i for i, n in enumerate(nodes)}
@@ -46,8 +48,8 @@ class RewritePass(onnx_ir.passes.InPlacePass):
                     suffixes=suffixes,
                     check_indices=s.check_indices,
                     options={
-                        "model_opsets": dict(model.opset_imports),
-                        "max_io_width": _max_io_width(s.target),
+                        "model_opsets": model_opsets,
+                        "max_io_width": max_io_width,
                     },
                     graph=graph,
                     positions=positions,
