@@ -67,18 +67,16 @@ def check_original(model: onnx.ModelProto) -> None:
 def check_fallback_types(model: ir.Model, target: str, graphs) -> None:
     """Refuse a node left on the Python fallback with an element type it has no kernel for.
 
-    The fallback's type tables are imported only when a DOMAIN node is met: importing the
-    fallback imports onnxruntime-extensions (which imports transformers and torch where they are
-    installed: seconds), a cost a model with no fallback node should not pay."""
+    The type tables come from fallback/types.py, which does not import onnxruntime-extensions
+    (that imports transformers and torch where they are installed: seconds)."""
+    from .fallback.rewrite import FALLBACK_OPS
+    from .fallback.types import SCAN_TYPES, SCATTER_TYPES, VIA_FLOAT32
+
     for graph, where, _ in graphs:
         for node in graph:
-            if node.domain != DOMAIN:
-                continue
-            from .fallback.registry import SCAN_TYPES, SCATTER_TYPES, VIA_FLOAT32
-            from .fallback.rewrite import FALLBACK_OPS
-
             if (
-                node.op_type not in FALLBACK_OPS
+                node.domain != DOMAIN
+                or node.op_type not in FALLBACK_OPS
                 or not node.inputs
                 or node.inputs[0] is None
             ):
