@@ -12,7 +12,10 @@ def walk_graphs(model: ir.Model, main_opset: int) -> Iterator[tuple[Any, str, in
     def walk(graph, where):
         yield graph, where, main_opset
         for node in list(graph):
-            for attr in node.attributes.values():
+            attributes = node.attributes
+            if not attributes:  # most nodes: no view of an empty dict to build
+                continue
+            for attr in attributes.values():
                 if attr.type == ir.AttributeType.GRAPH:
                     yield from walk(
                         attr.value, f"{where}/{node.name or node.op_type}.{attr.name}"
