@@ -153,10 +153,10 @@ def run_convert_floor(
         runs: dict[str, list[float]] = {}
         for _ in range(reps):
             for strategy in strategies:
-                out = os.path.join(tmp, f"{strategy}.onnx")
-                wall = _child(_convert_argv(src, out, target, strategy))[0]
+                dst = os.path.join(tmp, f"{strategy}.onnx")
+                wall = _child(_convert_argv(src, dst, target, strategy))[0]
                 runs.setdefault(strategy, []).append(wall)
-                floor_argv = [sys.executable, "-c", _FLOOR, src, out]
+                floor_argv = [sys.executable, "-c", _FLOOR, src, dst]
                 floor = _child([*floor_argv, os.path.join(tmp, "floor.onnx")])[0]
                 runs.setdefault(f"floor_{strategy}", []).append(floor)
         nodes_out = {
@@ -168,7 +168,7 @@ def run_convert_floor(
             for s in strategies
         }
     s = {k: float(np.median(v)) for k, v in runs.items()}
-    out = {
+    out: dict = {
         "nodes_in": n_nodes,
         "nodes_out": nodes_out,
         "target": target,

@@ -202,13 +202,14 @@ class Emitter:
         # earlier node precedes every later use): two scatters over the same tensors compute their
         # sizes once, and ORT's CSE / ConstantSharing find nothing left to merge
         shared = (
-            ctx.graph.meta.setdefault("ort_dml_ops.emitted", ({}, {}, {}))
+            ctx.graph.meta.setdefault("ort_dml_ops.emitted", ({}, {}, {}, {}))
             if ctx.graph is not None
-            else ({}, {}, {})
+            else ({}, {}, {}, {})
         )
         # (op, inputs, attributes) -> outputs; small constant -> value; attribute -> ir.Attr
-        # (an Attr holds a name, a type and a value, no owner: nodes may share one)
-        self._ops, self._consts, self._attrs = shared
+        # (an Attr holds a name, a type and a value, no owner: nodes may share one); int or
+        # tuple of ints -> the value `i64` made of it (the same as `_consts` holds)
+        self._ops, self._consts, self._attrs, self._i64 = shared
         self._keys: list = []  # the memo keys of the nodes this emitter made (see done)
 
     # -- plumbing -------------------------------------------------------------------------
@@ -297,7 +298,23 @@ class Emitter:
         )
 
     def i64(self, values: Sequence[int] | int) -> ir.Value:
-        return self.const(np.asarray(values, dtype=np.int64))
+        # the rules ask for the same few int lists tens of thousands of times (Reshape targets,
+        # Slice bounds): those of plain ints are looked up by value before numpy sees them
+        key: int | tuple[int, ...]
+        if type(values) is int:  # not a bool, not a numpy int
+            key = values
+        elif (
+            isinstance(values, (list, tuple))
+            and len(values) <= self.SMALL_CONST
+            and all(type(v) is int for v in values)
+        ):
+            key = tuple(values)
+        else:
+            return self.const(np.asarray(values, dtype=np.int64))
+        found = self._i64.get(key)
+        if found is None:
+            found = self._i64[key] = self.const(np.asarray(values, dtype=np.int64))
+        return found
 
     def i32(self, values: Any) -> ir.Value:
         return self.const(np.asarray(values, dtype=np.int32))
