@@ -15,7 +15,7 @@ from ...errors import UserError, node_label
 from .._common import known_dims, serde_reason, walk_graphs
 from ..report import NodeReport
 from ..rules import FAMILY_OPS, RULES, cost
-from ..rules._base import RewriteContext, Rule, onnx_domain
+from ..rules._base import Rewrite, RewriteContext, Rule, onnx_domain
 from ..rules.fallback import route_to_fallback
 from . import signature
 from .state import ConvertState
@@ -171,7 +171,7 @@ def _convert_node(
     if passing is not None:
         rule = passing
         ctx.anchor = node
-        rw = rule.rewrite(node, ctx)
+        rw = _own_outputs(rule.rewrite(node, ctx), node, ctx)
         _replace(graph, node, rw)
         rep.action = rule.action
         rep.reason = (
@@ -223,6 +223,8 @@ def _native_costlier(node: ir.Node, ctx: RewriteContext) -> str | None:
 
 def _apply_fallback(graph, node, ctx, rep: NodeReport, why: str) -> NodeReport:
     rw = route_to_fallback(node, ctx)
+    if rw is not None:
+        rw = _own_outputs(rw, node, ctx)
     if rw is None:
         rep.action, rep.reason = "refused", f"{why}; the fallback has no {node.op_type}"
         rep.code = "no-fallback-kernel"
@@ -235,6 +237,29 @@ def _apply_fallback(graph, node, ctx, rep: NodeReport, why: str) -> NodeReport:
         rw.note,
     )
     return rep
+
+
+def _own_outputs(rw: Rewrite, node: ir.Node, ctx: RewriteContext) -> Rewrite:
+    """Each new output produced by the rewrite's own nodes, else through an Identity.
+
+    The emitter shares what the graph's earlier rewrites made (rules/_base.Emitter), so a node
+    identical to an earlier one (same op, inputs and attributes) gets the earlier node's output
+    value back; `_replace` would then rename that value, and the earlier node's output (a graph
+    output, say) would lose its name. Likewise an output that is one of the node's own inputs."""
+    mine = {id(n) for n in rw.nodes}
+    outputs, extra = [], []
+    for v in rw.outputs:
+        producer = v.producer()
+        if producer is not None and id(producer) in mine:
+            outputs.append(v)
+            continue
+        name = ctx.unique(f"{node.name or node.op_type}/Identity")
+        out = ir.Value(name=ctx.unique(f"{name}:0"))
+        extra.append(ir.Node("", "Identity", [v], outputs=[out], name=name))
+        outputs.append(out)
+    if not extra:
+        return rw
+    return Rewrite([*rw.nodes, *extra], outputs, rw.note)
 
 
 def _replace(graph, node: ir.Node, rw) -> None:
