@@ -84,6 +84,7 @@ class _Memo:
         self.opsets = opsets
         self.decisions: dict = {}
         self.plans: dict = {}
+        self.consts: dict = {}  # value -> signature of its constant content
 
 
 @dataclasses.dataclass(frozen=True)
@@ -107,6 +108,7 @@ def _plan(node: ir.Node, ctx: RewriteContext, strategy: str, memo: _Memo) -> _Pl
         memo.opsets,
         ctx.opset,
         (strategy, ctx.check_indices, ctx.options.get("max_io_width")),
+        memo.consts,
     )
     plan = memo.plans.get(key) if key is not None else None
     if plan is None:

@@ -57,9 +57,18 @@ def placement_key(node: ir.Node, target: str, opsets: tuple, opset: int):
         return None
 
 
-def node_key(node: ir.Node, target: str, opsets: tuple, opset: int, extra: tuple):
+def node_key(
+    node: ir.Node,
+    target: str,
+    opsets: tuple,
+    opset: int,
+    extra: tuple,
+    consts: dict | None = None,
+):
     """Key of every decision the rewrite pass makes for `node` before rewriting it, or None.
-    `extra`: the context's other settings the rules may read (check_indices, io width)."""
+    `extra`: the context's other settings the rules may read (check_indices, io width);
+    `consts`: value -> its constant's key, kept across calls (many nodes read one axis)."""
+    consts = {} if consts is None else consts
     try:
         return (
             target,
@@ -69,8 +78,8 @@ def node_key(node: ir.Node, target: str, opsets: tuple, opset: int, extra: tuple
             node.domain,
             node.op_type,
             _attrs(node),
-            tuple(_value(v) for v in node.inputs),
-            tuple(_value(v) for v in node.outputs),
+            tuple(_value(v, consts) for v in node.inputs),
+            tuple(_value(v, consts) for v in node.outputs),
         )
     except _Unkeyed:
         return None
@@ -94,7 +103,7 @@ def _typed(v: ir.Value | None):
     return (bool(v.name), type(v.type), v.dtype if v.type is not None else None)
 
 
-def _value(v: ir.Value | None):
+def _value(v: ir.Value | None, consts: dict):
     if v is None:
         return None
     shape = (
@@ -102,7 +111,11 @@ def _value(v: ir.Value | None):
         if v.shape is None
         else tuple(d if isinstance(d, int) else ("symbolic", str(d)) for d in v.shape)
     )
-    return (*_typed(v), shape, _const(v))
+    # the Value itself is the cache key (identity hash), so it stays alive: no id is reused
+    const = consts.get(v)
+    if const is None:
+        const = consts[v] = _const(v)
+    return (*_typed(v), shape, const)
 
 
 def _const(v: ir.Value):
