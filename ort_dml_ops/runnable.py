@@ -65,9 +65,12 @@ def check_original(model: onnx.ModelProto) -> None:
 
 
 def check_fallback_types(model: ir.Model, target: str, graphs) -> None:
-    """Refuse a node left on the Python fallback with an element type it has no kernel for."""
-    from .fallback.registry import SCAN_TYPES, SCATTER_TYPES, VIA_FLOAT32
+    """Refuse a node left on the Python fallback with an element type it has no kernel for.
+
+    The type tables come from fallback/types.py, which does not import onnxruntime-extensions
+    (that imports transformers and torch where they are installed: seconds)."""
     from .fallback.rewrite import FALLBACK_OPS
+    from .fallback.types import SCAN_TYPES, SCATTER_TYPES, VIA_FLOAT32
 
     for graph, where, _ in graphs:
         for node in graph:

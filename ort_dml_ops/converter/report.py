@@ -24,7 +24,21 @@ class NodeReport:
     cost: dict = dataclasses.field(default_factory=dict)
 
     def to_dict(self) -> dict:
-        return dataclasses.asdict(self)
+        # written out, not dataclasses.asdict (its recursion and deepcopy were 0.5 s of a
+        # 10k-node convert); the nested lists and dicts are copies, as asdict made them
+        return {
+            "name": self.name,
+            "op_type": self.op_type,
+            "domain": self.domain,
+            "graph": self.graph,
+            "action": self.action,
+            "reason": self.reason,
+            "emitted": list(self.emitted),
+            "note": self.note,
+            "code": self.code,
+            "refusals": [dict(r) for r in self.refusals],
+            "cost": {k: dict(v) for k, v in self.cost.items()},
+        }
 
 
 @dataclasses.dataclass

@@ -24,14 +24,11 @@ import numpy as np
 from onnxruntime_extensions import PyCustomOpDef, _ocos, get_library_path
 
 from .._domain import DOMAIN
-from . import kernels
-
-#: Private domain of the per-dtype kernels; users write DOMAIN::<Op>, never these names.
-KERNEL_DOMAIN = DOMAIN + ".fallback"
-KERNEL_DOMAIN_VERSION = 1
+from . import kernels, types
+from .types import KERNEL_DOMAIN, kernel_name
 
 D = PyCustomOpDef
-#: numpy dtype name -> extensions type code, for the types the library can carry.
+#: numpy dtype name -> extensions type code, for the types the library can carry (types.py).
 SCAN_TYPES = {
     "float32": D.dt_float,
     "float64": D.dt_double,
@@ -49,9 +46,8 @@ SCATTER_TYPES = {
     "bool": D.dt_bool,
     "string": D.dt_string,
 }
-# No complex types: ONNX Runtime's custom-op API refuses them (and its CPU EP has no kernel).
-#: Types carried as float32 with the real type in the `compute` attribute.
-VIA_FLOAT32 = ("float16", "bfloat16")
+assert tuple(SCAN_TYPES) == types.SCAN_TYPES
+assert tuple(SCATTER_TYPES) == types.SCATTER_TYPES
 
 _SCAN_ATTRS = {
     "exclusive": D.dt_int64,
@@ -70,10 +66,6 @@ _SCATTER_ATTRS = {
 # (a reload, or an import under another name) still register each kernel exactly once.
 _STATE_KEY = "_ort_dml_ops_fallback"
 _lock = threading.Lock()
-
-
-def kernel_name(op: str, dtype: str) -> str:
-    return f"{op}_{dtype}"
 
 
 def _state() -> dict:

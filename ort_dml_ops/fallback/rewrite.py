@@ -18,7 +18,7 @@ from onnx import TensorProto, helper
 from .._domain import DOMAIN
 from ..domain_schemas import registered
 from ..errors import UserError
-from .registry import (
+from .types import (
     KERNEL_DOMAIN,
     KERNEL_DOMAIN_VERSION,
     SCAN_TYPES,

@@ -15,8 +15,9 @@ from ...errors import UserError, node_label
 from .._common import known_dims, serde_reason, walk_graphs
 from ..report import NodeReport
 from ..rules import FAMILY_OPS, RULES, cost
-from ..rules._base import RewriteContext, onnx_domain
+from ..rules._base import Rewrite, RewriteContext, Rule, onnx_domain
 from ..rules.fallback import route_to_fallback
+from . import signature
 from .state import ConvertState
 
 
@@ -30,6 +31,10 @@ class RewritePass(onnx_ir.passes.InPlacePass):
     def call(self, model: ir.Model) -> onnx_ir.passes.PassResult:
         s = self.state
         main_opset = model.opset_imports.get("", 0)
+        memo = _Memo(tuple(sorted(model.opset_imports.items())))
+        suffixes: dict[str, int] = {}  # RewriteContext.unique's, shared as names are
+        model_opsets = dict(model.opset_imports)
+        max_io_width = _max_io_width(s.target)
         for graph, where, opset in walk_graphs(model, main_opset):
             nodes = list(graph)
             positions = {n: i for i, n in enumerate(nodes)}
@@ -40,16 +45,19 @@ class RewritePass(onnx_ir.passes.InPlacePass):
                     opset=opset,
                     target=s.target,
                     names=s.names,
+                    suffixes=suffixes,
                     check_indices=s.check_indices,
                     options={
-                        "model_opsets": dict(model.opset_imports),
-                        "max_io_width": _max_io_width(s.target),
+                        "model_opsets": model_opsets,
+                        "max_io_width": max_io_width,
                     },
                     graph=graph,
                     positions=positions,
                 )
                 try:
-                    s.reports.append(_convert_node(graph, node, where, ctx, s.strategy))
+                    s.reports.append(
+                        _convert_node(graph, node, where, ctx, s.strategy, memo)
+                    )
                 except UserError:
                     raise
                 except Exception as exc:  # noqa: BLE001 - a rule that cannot handle this node: one line, not a traceback
@@ -69,13 +77,72 @@ def _max_io_width(target: str) -> int | None:
     return get_target(target).max_io_width
 
 
+class _Memo:
+    """Per-key decisions of one pass over a model (keys: passes/signature.py)."""
+
+    def __init__(self, opsets: tuple):
+        self.opsets = opsets
+        self.decisions: dict = {}
+        self.plans: dict = {}
+        self.consts: dict = {}  # value -> signature of its constant content
+
+
+@dataclasses.dataclass(frozen=True)
+class _Plan:
+    """What `_convert_node` decides before it rewrites: the same for every node of one key."""
+
+    native: bool
+    native_why: str
+    costs: dict
+    #: (rule, Refusal) of each rule tried before `rule`, the first whose check passed (None: none)
+    refused: tuple
+    rule: Rule | None
+    #: why the native kernel is the costlier choice (strategy auto, native nodes), or None
+    costly: str | None
+
+
+def _plan(node: ir.Node, ctx: RewriteContext, strategy: str, memo: _Memo) -> _Plan:
+    key = signature.node_key(
+        node,
+        ctx.target,
+        memo.opsets,
+        ctx.opset,
+        (strategy, ctx.check_indices, ctx.options.get("max_io_width")),
+        memo.consts,
+    )
+    plan = memo.plans.get(key) if key is not None else None
+    if plan is None:
+        native, native_why = _native(node, ctx, memo)
+        refused, passing = [], None
+        for rule in RULES:
+            if not (rule.match(node) and rule.applies_to(ctx.target)):
+                continue
+            why = rule.check(node, ctx)
+            if why is None:
+                passing = rule
+                break
+            refused.append((rule, why))
+        costs = cost.for_node(node, ctx, native, lowerable=passing is not None)
+        costly = _native_costlier(node, ctx) if strategy == "auto" and native else None
+        plan = _Plan(native, native_why, costs, tuple(refused), passing, costly)
+        if key is not None:
+            memo.plans[key] = plan
+    return plan
+
+
 def _convert_node(
-    graph, node: ir.Node, where: str, ctx: RewriteContext, strategy: str
+    graph,
+    node: ir.Node,
+    where: str,
+    ctx: RewriteContext,
+    strategy: str,
+    memo: _Memo | None = None,
 ) -> NodeReport:
+    memo = memo or _Memo(tuple(sorted(ctx.options.get("model_opsets", {}).items())))
     rep = NodeReport(node.name or "", node.op_type, node.domain, where, "native", "")
-    native, native_why = _native(node, ctx)
-    rules = [r for r in RULES if r.match(node) and r.applies_to(ctx.target)]
-    costs = cost.for_node(node, ctx, native, rules)
+    plan = _plan(node, ctx, strategy, memo)
+    native, native_why = plan.native, plan.native_why
+    costs = plan.costs
     rep.cost = cost.report(costs)
     if strategy == "native":
         rep.reason = "strategy native: " + native_why
@@ -85,28 +152,28 @@ def _convert_node(
             rep.action, rep.reason = "fallback", "already a fallback op"
             return rep
         return _apply_fallback(graph, node, ctx, rep, "strategy fallback")
-    costly = _native_costlier(node, ctx) if strategy == "auto" and native else None
+    costly = plan.costly
     if strategy == "auto" and native and costly is None:
         rep.reason = native_why
         return rep
     if costly:
         native_why = f"{native_why}, but {costly}"
     refusals = []
+    refused, passing = plan.refused, plan.rule
     if strategy == "auto" and cost.dominated(costs, "lowered", by="cpu"):
         message = "the CPU path is no costlier in passes and copies (report: cost)"
         refusals.append(f"cost: {message}")
         rep.refusals.append(
             {"rule": "cost", "code": "cpu-path-cheaper", "message": message}
         )
-        rules = []
-    for rule in rules:
-        why = rule.check(node, ctx)
-        if why is not None:
-            refusals.append(f"{rule.name}: {why}")
-            rep.refusals.append({"rule": rule.name, **why.to_dict()})
-            continue
+        refused, passing = (), None
+    for rule, why in refused:
+        refusals.append(f"{rule.name}: {why}")
+        rep.refusals.append({"rule": rule.name, **why.to_dict()})
+    if passing is not None:
+        rule = passing
         ctx.anchor = node
-        rw = rule.rewrite(node, ctx)
+        rw = _own_outputs(rule.rewrite(node, ctx), node, ctx)
         _replace(graph, node, rw)
         rep.action = rule.action
         rep.reason = (
@@ -115,41 +182,39 @@ def _convert_node(
         rep.emitted = [n.name or "" for n in rw.nodes]
         rep.note = rw.note
         return rep
-    refused = "; ".join(refusals) if refusals else "no rule rewrites this node"
+    refused_text = "; ".join(refusals) if refusals else "no rule rewrites this node"
     if native:
-        rep.reason = f"{native_why} (not lowered: {refused})"
+        rep.reason = f"{native_why} (not lowered: {refused_text})"
         return rep
     if (
         ctx.target == "webgpu"
         and node.domain != DOMAIN
-        and _decision(node, ctx).provider == "CPUExecutionProvider"
+        and _decision(node, ctx, memo).provider == "CPUExecutionProvider"
     ):
         # The CPU EP's own kernel beats the Python fallback (both on the CPU); what the WebGPU EP
         # leaves to the CPU (int64 / float64 data) takes its neighbours of that type along.
-        rep.reason = (
-            f"{native_why}; not lowered: {refused}; stays on the CPU EP's native kernel"
-        )
+        rep.reason = f"{native_why}; not lowered: {refused_text}; stays on the CPU EP's native kernel"
         return rep
     if node.domain == DOMAIN:
         rep.action, rep.reason = (
             "fallback",
-            f"{native_why}; not lowered: {refused}; stays on the Python fallback",
+            f"{native_why}; not lowered: {refused_text}; stays on the Python fallback",
         )
         return rep
     # ONNX Runtime's own C++ kernel on the CPU beats the Python fallback, and leaving the node
     # untouched keeps the model loadable in plain onnxruntime: the fallback is for nodes no
     # execution provider of the session can run (e.g. float16 scatter add/mul on the CPU EP).
-    on_cpu, cpu_why = _native(node, dataclasses.replace(ctx, target="cpu"))
+    on_cpu, cpu_why = _native(node, dataclasses.replace(ctx, target="cpu"), memo)
     if on_cpu:
         rep.action = "cpu"
         rep.reason = (
-            f"{native_why}; not lowered: {refused}; left to ONNX Runtime's CPU kernel "
+            f"{native_why}; not lowered: {refused_text}; left to ONNX Runtime's CPU kernel "
             f"({cpu_why.removeprefix('the cpu EP has a kernel').strip(' ()') or 'it has one'}); "
             "the model still loads in plain onnxruntime"
         )
         return rep
     return _apply_fallback(
-        graph, node, ctx, rep, f"{native_why}; not lowered: {refused}"
+        graph, node, ctx, rep, f"{native_why}; not lowered: {refused_text}"
     )
 
 
@@ -160,6 +225,8 @@ def _native_costlier(node: ir.Node, ctx: RewriteContext) -> str | None:
 
 def _apply_fallback(graph, node, ctx, rep: NodeReport, why: str) -> NodeReport:
     rw = route_to_fallback(node, ctx)
+    if rw is not None:
+        rw = _own_outputs(rw, node, ctx)
     if rw is None:
         rep.action, rep.reason = "refused", f"{why}; the fallback has no {node.op_type}"
         rep.code = "no-fallback-kernel"
@@ -172,6 +239,29 @@ def _apply_fallback(graph, node, ctx, rep: NodeReport, why: str) -> NodeReport:
         rw.note,
     )
     return rep
+
+
+def _own_outputs(rw: Rewrite, node: ir.Node, ctx: RewriteContext) -> Rewrite:
+    """Each new output produced by the rewrite's own nodes, else through an Identity.
+
+    The emitter shares what the graph's earlier rewrites made (rules/_base.Emitter), so a node
+    identical to an earlier one (same op, inputs and attributes) gets the earlier node's output
+    value back; `_replace` would then rename that value, and the earlier node's output (a graph
+    output, say) would lose its name. Likewise an output that is one of the node's own inputs."""
+    mine = {id(n) for n in rw.nodes}
+    outputs, extra = [], []
+    for v in rw.outputs:
+        producer = v.producer()
+        if producer is not None and id(producer) in mine:
+            outputs.append(v)
+            continue
+        name = ctx.unique(f"{node.name or node.op_type}/Identity")
+        out = ir.Value(name=ctx.unique(f"{name}:0"))
+        extra.append(ir.Node("", "Identity", [v], outputs=[out], name=name))
+        outputs.append(out)
+    if not extra:
+        return rw
+    return Rewrite([*rw.nodes, *extra], outputs, rw.note)
 
 
 def _replace(graph, node: ir.Node, rw) -> None:
@@ -207,8 +297,21 @@ def _replace(graph, node: ir.Node, rw) -> None:
         graph.remove(n, safe=True)
 
 
-def _decision(node: ir.Node, ctx: RewriteContext):
-    """The capability model's Decision for `node` on the target (targets/target.py)."""
+def _decision(node: ir.Node, ctx: RewriteContext, memo: _Memo | None = None):
+    """The capability model's Decision for `node` on the target (targets/target.py); once per
+    `signature.placement_key` when a memo is given."""
+    if memo is None:
+        return _explain(node, ctx)
+    key = signature.placement_key(node, ctx.target, memo.opsets, ctx.opset)
+    if key is None:
+        return _explain(node, ctx)
+    decision = memo.decisions.get(key)
+    if decision is None:
+        decision = memo.decisions[key] = _explain(node, ctx)
+    return decision
+
+
+def _explain(node: ir.Node, ctx: RewriteContext):
     from ...targets import get_target
 
     proto = ir.serde.serialize_node(node)
@@ -221,7 +324,9 @@ def _decision(node: ir.Node, ctx: RewriteContext):
     )
 
 
-def _native(node: ir.Node, ctx: RewriteContext) -> tuple[bool, str]:
+def _native(
+    node: ir.Node, ctx: RewriteContext, memo: _Memo | None = None
+) -> tuple[bool, str]:
     """Does the target EP itself run this node (the capability model in targets/)?"""
     if node.domain == DOMAIN:
         return False, f"{DOMAIN}::{node.op_type} is a Python fallback op (CPU)"
@@ -229,7 +334,7 @@ def _native(node: ir.Node, ctx: RewriteContext) -> tuple[bool, str]:
         from ...targets import get_target
 
         t = get_target(ctx.target)
-        d = _decision(node, ctx)
+        d = _decision(node, ctx, memo)
         provider = getattr(d, "provider", None)
         reason = getattr(d, "reason", "") or ""
         on_target = getattr(d, "on_target", provider == t.provider)

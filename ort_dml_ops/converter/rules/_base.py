@@ -74,13 +74,19 @@ class RewriteContext:
         pos = self.positions.get(node)
         return pos is None or pos < at
 
+    #: per hint, the suffix `unique` last gave it: `names` only grows, so every smaller suffix
+    #: is still taken and the search resumes there (share it wherever `names` is shared)
+    suffixes: dict[str, int] = dataclasses.field(default_factory=dict)
+
     def unique(self, hint: str) -> str:
         hint = hint or "n"
-        name, k = hint, 0
+        k = self.suffixes.get(hint, 0)
+        name = f"{hint}_{k}" if k else hint
         while name in self.names:
             k += 1
             name = f"{hint}_{k}"
         self.names.add(name)
+        self.suffixes[hint] = k
         return name
 
 
@@ -196,11 +202,15 @@ class Emitter:
         # earlier node precedes every later use): two scatters over the same tensors compute their
         # sizes once, and ORT's CSE / ConstantSharing find nothing left to merge
         shared = (
-            ctx.graph.meta.setdefault("ort_dml_ops.emitted", ({}, {}))
+            ctx.graph.meta.setdefault("ort_dml_ops.emitted", ({}, {}, {}, {}))
             if ctx.graph is not None
-            else ({}, {})
+            else ({}, {}, {}, {})
         )
-        self._ops, self._consts = shared
+        # (op, inputs, attributes) -> outputs; small constant -> value; attribute -> ir.Attr
+        # (an Attr holds a name, a type and a value, no owner: nodes may share one); int or
+        # tuple of ints -> the value `i64` made of it (the same as `_consts` holds)
+        self._ops, self._consts, self._attrs, self._i64 = shared
+        self._keys: list = []  # the memo keys of the nodes this emitter made (see done)
 
     # -- plumbing -------------------------------------------------------------------------
     def op(
@@ -213,29 +223,40 @@ class Emitter:
         shape: Sequence[int | None] | None = None,
         **attrs: Any,
     ):
+        # in the caller's order (the node's attributes keep it); sorted for the memo key
+        keyed = (
+            [(k, _value_key(v)) for k, v in attrs.items() if v is not None]
+            if attrs
+            else []
+        )
         key = (
             domain,
             op_type,
             outputs,
-            tuple(id(v) for v in inputs),
-            repr(dtype),
-            repr(shape),
-            tuple(sorted((k, repr(v)) for k, v in attrs.items() if v is not None)),
+            tuple(map(id, inputs)),
+            (type(dtype), dtype),
+            None if shape is None else tuple(shape),
+            tuple(sorted(keyed, key=_first)),
         )
-        if key in self._ops:
-            return self._ops[key]
-        out = self._emit(op_type, inputs, outputs, domain, dtype, shape, attrs)
-        self._ops[key] = out
+        out = self._ops.get(key)
+        if out is None:
+            out = self._ops[key] = self._emit(
+                op_type, inputs, outputs, domain, dtype, shape, attrs, keyed
+            )
+            self._keys.append(key)
         return out
 
-    def _emit(self, op_type, inputs, outputs, domain, dtype, shape, attrs):
+    def _emit(self, op_type, inputs, outputs, domain, dtype, shape, attrs, keyed):
         name = self.ctx.unique(f"{self.prefix}/{op_type}")
         outs = [ir.Value(name=self.ctx.unique(f"{name}:{i}")) for i in range(outputs)]
-        attributes = [
-            ir.convenience.convert_attribute(k, v)
-            for k, v in attrs.items()
-            if v is not None
-        ]
+        attributes = []
+        for k, v_key in keyed:
+            attr = self._attrs.get((k, v_key))
+            if attr is None:
+                attr = ir.convenience.convert_attribute(k, attrs[k])
+                if isinstance(attrs[k], _PLAIN):  # a tensor is never shared
+                    self._attrs[k, v_key] = attr
+            attributes.append(attr)
         node = ir.Node(
             domain, op_type, list(inputs), attributes, outputs=outs, name=name
         )
@@ -277,7 +298,23 @@ class Emitter:
         )
 
     def i64(self, values: Sequence[int] | int) -> ir.Value:
-        return self.const(np.asarray(values, dtype=np.int64))
+        # the rules ask for the same few int lists tens of thousands of times (Reshape targets,
+        # Slice bounds): those of plain ints are looked up by value before numpy sees them
+        key: int | tuple[int, ...]
+        if type(values) is int:  # not a bool, not a numpy int
+            key = values
+        elif (
+            isinstance(values, (list, tuple))
+            and len(values) <= self.SMALL_CONST
+            and all(type(v) is int for v in values)
+        ):
+            key = tuple(values)
+        else:
+            return self.const(np.asarray(values, dtype=np.int64))
+        found = self._i64.get(key)
+        if found is None:
+            found = self._i64[key] = self.const(np.asarray(values, dtype=np.int64))
+        return found
 
     def i32(self, values: Any) -> ir.Value:
         return self.const(np.asarray(values, dtype=np.int32))
@@ -355,11 +392,33 @@ class Emitter:
                 needed.update(id(i) for i in node.inputs if i is not None)
         if len(alive) < len(self.nodes):
             dead = {id(o) for n in self.nodes if id(n) not in alive for o in n.outputs}
-            for key, out in list(self._ops.items()):
-                if id(out[0] if isinstance(out, tuple) else out) in dead:
+            for key in self._keys:  # only this emitter's nodes can be dead
+                out = self._ops.get(key)
+                if (
+                    out is not None
+                    and id(out[0] if isinstance(out, tuple) else out) in dead
+                ):
                     del self._ops[key]
             self.nodes = [n for n in self.nodes if id(n) in alive]
         return Rewrite(self.nodes, list(outputs), note)
+
+
+def _first(pair: tuple) -> Any:
+    return pair[0]
+
+
+_PLAIN = (int, float, str, list, tuple)
+
+
+def _value_key(v: Any):
+    """A hashable stand-in for an attribute value: equal keys, equal values (the type kept,
+    so 1, 1.0 and True differ; floats by repr, so a NaN matches itself); values of other
+    kinds (tensors) by their repr, as before."""
+    if isinstance(v, (int, str)):
+        return (type(v), v)
+    if isinstance(v, (list, tuple)):
+        return (type(v), tuple(_value_key(x) for x in v))
+    return (type(v), repr(v))
 
 
 def dtype_of(value: ir.Value) -> ir.DataType | None:

@@ -83,9 +83,13 @@ class OptionCost:
     note: str = ""
 
     def to_dict(self) -> dict:
-        return {
-            k: v for k, v in dataclasses.asdict(self).items() if v not in (None, "")
-        }
+        fields = (
+            ("passes", self.passes),
+            ("copies", self.copies),
+            ("bytes_moved", self.bytes_moved),
+            ("note", self.note),
+        )
+        return {k: v for k, v in fields if v not in (None, "")}
 
 
 def node_costs(
@@ -143,11 +147,13 @@ def node_costs(
     return opts
 
 
-def for_node(node: ir.Node, ctx, native: bool, rules) -> dict[str, OptionCost]:
-    """`node_costs` for a node being converted (ctx: its RewriteContext; rules: those matching it)."""
+def for_node(
+    node: ir.Node, ctx, native: bool, lowerable: bool
+) -> dict[str, OptionCost]:
+    """`node_costs` for a node being converted (ctx: its RewriteContext; lowerable: a rule's
+    check passed for it)."""
     from ...targets import get_target
 
-    lowerable = any(r.check(node, ctx) is None for r in rules)
     data = node.inputs[0] if node.inputs else None
     on_host = (
         ctx.target == "webgpu"
