@@ -1,12 +1,14 @@
 """`ort-dml-ops VERB ...` (also `python -m ort_dml_ops`). Verbs live in ort_dml_ops/commands/.
 
-Exit codes: 0 ok, 1 failure, 2 usage. A user mistake is one line on stderr, no traceback.
+Exit codes: 0 ok, 1 failure, 2 usage, 141 when stdout's reader closed the pipe (as SIGPIPE
+would; the work itself was done). A user mistake is one line on stderr, no traceback.
 """
 
 from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 
 from ._version import __version__
@@ -49,7 +51,15 @@ def main(argv: list[str] | None = None) -> int:
         parser.print_help(sys.stderr)
         return 2
     try:
-        return int(args.func(args) or 0)
+        rc = int(args.func(args) or 0)
+        sys.stdout.flush()  # a closed pipe shows here, inside the handlers, not at exit
+        return rc
+    except BrokenPipeError:
+        # the reader of stdout went away (`... | head -1`): whatever was written is complete
+        # (outputs are committed before anything is printed); no traceback, and no second
+        # error when the interpreter flushes stdout at exit
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 141  # what a shell reports for a process SIGPIPE ended
     except UserError as exc:
         print(f"ort-dml-ops: error: {exc}", file=sys.stderr)
         return 1

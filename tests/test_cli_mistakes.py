@@ -351,3 +351,35 @@ def test_run_check_indices_on_a_converted_model_is_refused(tmp_path, capsys):
     assert "no ScatterElements" in line
     line = _error(["run", src, "--provider", "cpu", "--check-indices", *inputs], capsys)
     assert "out of range" in line  # the original: the guard stops the bad index
+
+
+def test_closed_stdout_pipe_is_no_traceback(log_model, tmp_path):
+    """`ort-dml-ops ... | head -1`: the reader closes the pipe before the report is printed.
+    The read end is closed before the process starts, so every write fails (EPIPE)."""
+    import os
+
+    read_end, write_end = os.pipe()
+    os.close(read_end)
+    out = tmp_path / "out.onnx"
+    try:
+        proc = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "ort_dml_ops",
+                "convert",
+                str(log_model),
+                "-o",
+                str(out),
+            ],
+            stdout=write_end,
+            stderr=subprocess.PIPE,
+            check=False,
+        )
+    finally:
+        os.close(write_end)
+    assert proc.returncode == 141, proc.stderr.decode()
+    assert proc.stderr.decode() == ""
+    onnx.checker.check_model(
+        onnx.load(out), full_check=True
+    )  # the work was done, whole
