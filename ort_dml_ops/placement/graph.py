@@ -72,6 +72,20 @@ class Node:
         p.name = self.name
         return p
 
+    # the NodeProto fields a capability decision reads (targets.target.NodeLike): the target
+    # decides on the node itself, without a proto copy per node
+    @property
+    def input(self) -> list:
+        return self.inputs
+
+    @property
+    def output(self) -> list:
+        return self.outputs
+
+    @property
+    def attribute(self):
+        return self.proto.attribute
+
     def attr(self, name, default=None):
         for a in self.proto.attribute:
             if a.name == name:

@@ -110,7 +110,7 @@ def run(
     graph = build_graph(work.graph)
 
     def has_cpu_kernel(node):
-        d = tgt.explain(node.to_proto(), opsets, types)
+        d = tgt.explain(node, opsets, types)
         k, _ = (
             tgt.cpu_table.find(
                 node.op_type, node.domain, d.since_version, lambda c: None
@@ -131,7 +131,7 @@ def _place(
     graph: Graph, tgt, opsets, types, result: Result, outer_implicit, label: str
 ) -> None:
     order = graph.topological()
-    decisions = {n: tgt.explain(n.to_proto(), opsets, types) for n in graph.nodes}
+    decisions = {n: tgt.explain(n, opsets, types) for n in graph.nodes}
     preferred: set = set()
     # a plugin EP does not get ORT's GetCpuPreferredNodes pass (WebGPU: measured, docs/webgpu.md)
     if tgt.is_gpu and getattr(tgt, "cpu_preferred", True):
@@ -170,7 +170,7 @@ def _place(
             graph=label,
         )
     for stub, (step, why) in graph.removed.items():
-        since = tgt.explain(stub.to_proto(), opsets, types).since_version
+        since = tgt.explain(stub, opsets, types).since_version
         placed.setdefault(
             stub.name,
             NodeReport(
