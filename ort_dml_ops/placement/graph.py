@@ -154,10 +154,18 @@ class Graph:
         if self._consumers[0] != self.version:
             out: dict = {}
             for n in self.nodes:
-                for x in dict.fromkeys(x for x in n.inputs if x):
-                    out.setdefault(x, []).append(n)
-                for x in implicit_inputs(n):
-                    out.setdefault(x, []).append(n)
+                ins = n.inputs
+                # each value once per node (dict.fromkeys only when a value could repeat)
+                for x in ins if len(ins) < 2 else dict.fromkeys(ins):
+                    if x:
+                        readers = out.get(x)
+                        if readers is None:
+                            out[x] = [n]
+                        else:
+                            readers.append(n)
+                if n.subgraphs:
+                    for x in implicit_inputs(n):
+                        out.setdefault(x, []).append(n)
             self._consumers = (self.version, out)
         return self._consumers[1]
 
@@ -297,35 +305,48 @@ class Graph:
         cons = self.consumers()
 
         def input_nodes(n):
+            """The nodes writing n's inputs (implicit ones included), once each, by index."""
+            ins = n.inputs
+            if len(ins) == 1 and not n.subgraphs:
+                p = prod.get(ins[0])
+                return () if p is None else (p,)
             seen = {}
-            for x in list(n.inputs) + implicit_inputs(n):
+            for x in ins + implicit_inputs(n) if n.subgraphs else ins:
                 p = prod.get(x)
                 if p is not None:
                     seen[p.index] = p
             return [seen[k] for k in sorted(seen)]
 
-        leaves = [
-            n
-            for n in sorted(self.nodes, key=lambda n: n.index)
-            if not any(cons.get(o) for o in n.outputs if o)
-        ]
-        stack = [(n, False) for n in leaves]
+        leaves = []
+        for n in sorted(self.nodes, key=_by_index):
+            for o in n.outputs:
+                if o and cons.get(o):
+                    break
+            else:
+                leaves.append(n)
+        # a node on the stack is entered when popped; (node,) is its leave marker
+        stack: list = leaves
         visited: set = set()
         order = []
+        append, pop = stack.append, stack.pop
         while stack:
-            n, leave = stack.pop()
-            if leave:
-                order.append(n)
+            n = pop()
+            if n.__class__ is tuple:
+                order.append(n[0])
                 continue
-            if n.index in visited:
+            if n in visited:
                 continue
-            visited.add(n.index)
-            stack.append((n, True))
+            visited.add(n)
+            append((n,))
             for m in input_nodes(n):
-                if m.index not in visited:
-                    stack.append((m, False))
+                if m not in visited:
+                    append(m)
         self._topo = (self.version, order)
         return list(order)
+
+
+def _by_index(node: Node) -> int:
+    return node.index
 
 
 def implicit_inputs(node: Node) -> list:
