@@ -199,14 +199,16 @@ def inspect(model, target: str = "dml", *, optimized: bool = True) -> InspectRep
                 types[n.output[0]] = types.get(n.input[0])
     result = pipeline.run(work, tgt, opsets, types, shapes, optimized=optimized)
     report = InspectReport(target=tgt.name, provider=tgt.provider)
-    for r in result.nodes:
+    if not original:
+        report.nodes = list(result.nodes)
+    for r in result.nodes if original else ():
         op, domain, reason, added = r.op_type, r.domain, r.reason, r.added_by
-        if original and r.domain == fallback.KERNEL_DOMAIN and r.name in original:
+        if r.domain == fallback.KERNEL_DOMAIN and r.name in original:
             op, domain = original[r.name].op_type, original[r.name].domain
             reason = (
                 "custom op: runs on the CPU EP as the project's Python fallback kernel"
             )
-        elif original and not r.graph and r.name not in original and not added:
+        elif not r.graph and r.name not in original and not added:
             added = "ort_dml_ops.InferenceSession (fallback rewrite)"
         report.nodes.append(
             replace(r, op_type=op, domain=domain, reason=reason, added_by=added)
@@ -224,12 +226,29 @@ def _main_nodes(proto):
 
 
 def _inline_and_name(proto: onnx.ModelProto) -> onnx.ModelProto:
+    """`proto` with model-local functions inlined and every node named (a copy when that
+    changes anything; `proto` itself, never modified later, when it has neither)."""
+    if not proto.functions and _all_named(proto.graph):
+        return proto
     funcs = {(f.domain, f.name): f for f in proto.functions}
     work = onnx.ModelProto()
     work.CopyFrom(proto)
     del work.functions[:]
     _prepare_graph(work.graph, "", funcs)
     return work
+
+
+def _all_named(graph) -> bool:
+    """Every node of `graph` and its subgraphs has a name (then naming changes nothing)."""
+    for node in graph.node:
+        if not node.name:
+            return False
+        for a in node.attribute:
+            if a.type == _GRAPH and not _all_named(a.g):
+                return False
+            if a.type == _GRAPHS and not all(_all_named(g) for g in a.graphs):
+                return False
+    return True
 
 
 def _prepare_graph(graph, prefix: str, funcs: dict) -> None:

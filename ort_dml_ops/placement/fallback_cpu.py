@@ -38,6 +38,16 @@ LOW_PRECISION = frozenset(
 
 def cpu_preferred(graph: Graph, order: list, tentative: dict, types: dict) -> set:
     """Nodes (of `order`, ORT's topological order) kept on the CPU; `tentative`: node -> EP kernel."""
+    # the seeds: outputs a tentative node's kernel writes to CPU memory
+    seeds = [
+        o
+        for node, kernel in tentative.items()
+        if kernel.cpu_outputs
+        for j, o in enumerate(node.outputs)
+        if o and j in kernel.cpu_outputs
+    ]
+    if not seeds:
+        return set()  # nothing starts on the CPU side: no candidate
     rank = {n: i for i, n in enumerate(order)}
     consumers: dict = {}
     for n in order:
@@ -53,12 +63,10 @@ def cpu_preferred(graph: Graph, order: list, tentative: dict, types: dict) -> se
                 heapq.heappush(heap, (rank[c], c.index))
 
     by_index = {n.index: n for n in order}
-    for node, kernel in tentative.items():
-        for j, o in enumerate(node.outputs):
-            if o and j in kernel.cpu_outputs:
-                cpu_values.add(o)
-                for c in consumers.get(o, ()):
-                    heapq.heappush(heap, (rank[c], c.index))
+    for o in seeds:
+        cpu_values.add(o)
+        for c in consumers.get(o, ()):
+            heapq.heappush(heap, (rank[c], c.index))
     visited: set = set()
     result: set = set()
     while heap:

@@ -140,10 +140,11 @@ class Target:
             and "" in opset
             else opsets_of(opset)
         )
-        vt = value_types or {}
+        get = (value_types or {}).get
 
         def value_type(name):
-            return type_string(vt.get(name))
+            t = get(name)
+            return t if t is None or t.__class__ is str else type_string(t)
 
         key = _signature(node, opsets, value_type)
         if key is not None:
@@ -350,10 +351,12 @@ def _signature(node: NodeLike, opsets: dict, value_type) -> tuple | None:
         if a.type in _SUBGRAPH_ATTRIBUTES:
             return None
         attributes.append(a.SerializeToString())
-    domain = schemas.norm_domain(node.domain)
+    domain = node.domain
+    if domain in schemas.ONNX_DOMAINS:
+        domain = ""
     try:
-        ins = tuple(value_type(x) if x else _ABSENT for x in node.input)
-        outs = tuple(value_type(x) if x else _ABSENT for x in node.output)
+        ins = tuple([value_type(x) if x else _ABSENT for x in node.input])
+        outs = tuple([value_type(x) if x else _ABSENT for x in node.output])
     except TypeError:  # a type type_string cannot read: _decide raises when it needs it
         return None
     return (node.op_type, domain, opsets.get(domain), ins, outs, tuple(attributes))
