@@ -330,18 +330,21 @@ def _value_types(work: onnx.ModelProto):
         inferred = work
     types: dict = {}
     dims: dict = {}
+    # (type string, dims or None) per serialized TypeProto: a large model repeats a few types
+    read: dict = {}
 
     def visit(g):
-        for vi in list(g.input) + list(g.output) + list(g.value_info):
-            t = type_string(vi.type)
-            if t:
-                types[vi.name] = t
-            tt = vi.type.tensor_type
-            if vi.type.HasField("tensor_type") and tt.HasField("shape"):
-                dims[vi.name] = tuple(
-                    d.dim_value if d.HasField("dim_value") else None
-                    for d in tt.shape.dim
-                )
+        for values in (g.input, g.output, g.value_info):
+            for vi in values:
+                key = vi.type.SerializeToString()
+                known = read.get(key)
+                if known is None:
+                    known = read[key] = _type_and_dims(vi.type)
+                t, shape = known
+                if t:
+                    types[vi.name] = t
+                if shape is not None:
+                    dims[vi.name] = shape
         for init in g.initializer:
             types.setdefault(init.name, type_string(init.data_type))
             dims[init.name] = tuple(int(d) for d in init.dims)
@@ -359,3 +362,14 @@ def _value_types(work: onnx.ModelProto):
 
     visit(inferred.graph)
     return types, dims
+
+
+def _type_and_dims(tp: onnx.TypeProto) -> tuple:
+    """(type string or None, the tensor's dims — None for an unknown size — or None)."""
+    tt = tp.tensor_type
+    shape = None
+    if tp.HasField("tensor_type") and tt.HasField("shape"):
+        shape = tuple(
+            d.dim_value if d.HasField("dim_value") else None for d in tt.shape.dim
+        )
+    return type_string(tp), shape

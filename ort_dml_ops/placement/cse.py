@@ -104,7 +104,14 @@ def eliminate(graph: Graph, opsets: dict | None = None) -> bool:
     for node in graph.topological():
         if node.subgraphs or node.op_type in NONDETERMINISTIC or not node.outputs:
             continue
-        attrs = _attributes(node, opsets or {})
+        # the attributes change only with the node's proto (and the opset with the model)
+        opset = (opsets or {}).get("" if node.domain == "ai.onnx" else node.domain)
+        cached = node.cse_attributes
+        if cached is not None and cached[0] is node.proto and cached[1] == opset:
+            attrs = cached[2]
+        else:
+            attrs = _attributes(node, opsets or {})
+            node.cse_attributes = (node.proto, opset, attrs)
         ins = node.inputs
         key = (
             node.op_type,
