@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import heapq
 
-from .graph import Graph, implicit_inputs
+from .graph import Graph
 
 SMALL_INITIALIZER = 100
 LOW_PRECISION = frozenset(
@@ -49,10 +49,8 @@ def cpu_preferred(graph: Graph, order: list, tentative: dict, types: dict) -> se
     if not seeds:
         return set()  # nothing starts on the CPU side: no candidate
     rank = {n: i for i, n in enumerate(order)}
-    consumers: dict = {}
-    for n in order:
-        for x in dict.fromkeys([x for x in n.inputs if x] + implicit_inputs(n)):
-            consumers.setdefault(x, []).append(n)
+    # who reads what (implicit reads included); the heap orders the candidates
+    consumers = graph.consumers()
     graph_inputs = set(graph.inputs)
     cpu_values: set = set()
     heap: list = []

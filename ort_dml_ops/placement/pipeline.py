@@ -88,14 +88,29 @@ class Result:
 def optimize(
     graph: Graph, types: dict, shapes: dict, opsets: dict, has_cpu_kernel
 ) -> None:
-    """Level-1 optimizers on one graph level and its subgraphs, until a round changes nothing."""
+    """Level-1 optimizers on one graph level and its subgraphs, until a round changes nothing.
+
+    A pass that changes nothing leaves the graph as it was, and each pass is a function of the
+    graph: once every pass in a row has left it alone, the rest of the round and the next one
+    would too, so they are not run (the graph ORT ends with is the same)."""
+    passes = (
+        lambda: rules.apply(graph, types, shapes),
+        lambda: cse.share_constants(graph),
+        lambda: cse.eliminate(graph, opsets),
+        lambda: folding.fold(graph, types, shapes, opsets, has_cpu_kernel),
+        lambda: reshape_fusion.fuse(graph, shapes),
+        lambda: transpose_optimizer.optimize(graph, types, shapes),
+    )
+    idle = 0  # passes run in a row that changed nothing
     for _ in range(STEPS):
-        changed = rules.apply(graph, types, shapes)
-        changed |= cse.share_constants(graph)
-        changed |= cse.eliminate(graph, opsets)
-        changed |= folding.fold(graph, types, shapes, opsets, has_cpu_kernel)
-        changed |= reshape_fusion.fuse(graph, shapes)
-        changed |= transpose_optimizer.optimize(graph, types, shapes)
+        changed = False
+        for step in passes:
+            if idle == len(passes):
+                break
+            if step():
+                changed, idle = True, 0
+            else:
+                idle += 1
         if not changed:
             break
     for node in graph.nodes:
