@@ -146,7 +146,7 @@ class Target:
             t = get(name)
             return t if t is None or t.__class__ is str else type_string(t)
 
-        key = _signature(node, opsets, value_type)
+        key = _signature(node, opsets, get)
         if key is not None:
             known = self._decisions.get(key)
             if known is not None:
@@ -334,9 +334,10 @@ _SUBGRAPH_ATTRIBUTES = (onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS)
 _ABSENT = 0
 
 
-def _signature(node: NodeLike, opsets: dict, value_type) -> tuple | None:
+def _signature(node: NodeLike, opsets: dict, get) -> tuple | None:
     """Everything ``Target._decide`` reads of `node`, as a hashable key; None when the node is
-    not to be remembered (a subgraph attribute: large to key and rare).
+    not to be remembered (a subgraph attribute: large to key and rare). `get`: value name ->
+    type as the caller gave it.
 
     ``_decide`` reads: op_type and the normalized domain; the opset import of that domain
     (``opsets.get(domain)``, nothing else of `opsets`); the type of each input and output by
@@ -355,11 +356,23 @@ def _signature(node: NodeLike, opsets: dict, value_type) -> tuple | None:
     if domain in schemas.ONNX_DOMAINS:
         domain = ""
     try:
-        ins = tuple([value_type(x) if x else _ABSENT for x in node.input])
-        outs = tuple([value_type(x) if x else _ABSENT for x in node.output])
+        ins = _argument_types(node.input, get)
+        outs = _argument_types(node.output, get)
     except TypeError:  # a type type_string cannot read: _decide raises when it needs it
         return None
     return (node.op_type, domain, opsets.get(domain), ins, outs, tuple(attributes))
+
+
+def _argument_types(names, get) -> tuple:
+    """Each argument's type string as ``_decide`` sees it, ``_ABSENT`` for an omitted one."""
+    out = []
+    for x in names:
+        if not x:
+            out.append(_ABSENT)
+            continue
+        t = get(x)
+        out.append(t if t is None or t.__class__ is str else type_string(t))
+    return tuple(out)
 
 
 def _short(provider: str) -> str:
