@@ -365,7 +365,7 @@ def _signature(node: NodeLike, opsets: dict, get) -> tuple | None:
 
 def _argument_types(names, get) -> tuple:
     """Each argument's type string as ``_decide`` sees it, ``_ABSENT`` for an omitted one."""
-    out = []
+    out: list[str | int | None] = []
     for x in names:
         if not x:
             out.append(_ABSENT)
