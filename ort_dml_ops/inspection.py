@@ -8,6 +8,8 @@ model's opset, If/Loop/Scan subgraphs included), applies them, and counts the co
 
 from __future__ import annotations
 
+import contextlib
+import gc
 import json
 import os
 import textwrap
@@ -15,7 +17,7 @@ from dataclasses import dataclass, field, replace
 
 import onnx
 
-from . import fallback
+from ._domain import DOMAIN
 from .errors import UserError
 from .modelio import check_defined_inputs, load_model
 from .placement.pipeline import NodeReport
@@ -168,6 +170,29 @@ def inspect(model, target: str = "dml", *, optimized: bool = True) -> InspectRep
     nodes, eliminated and folded nodes do not run); `optimized=False` models
     graph_optimization_level=ORT_DISABLE_ALL. The steps are ``ort_dml_ops.placement``.
     """
+    with _collector_paused():
+        return _inspect(model, target, optimized)
+
+
+@contextlib.contextmanager
+def _collector_paused():
+    """Python's cyclic garbage collector off while inspect builds its graph, on again after.
+
+    Placement allocates a few objects per node and frees none until it returns; every
+    700 allocations the collector runs, and its older generations walk all of them (and the
+    loaded model's objects): on a 50k-node model that was a quarter of inspect's time
+    (docs/performance.md). The objects inspect leaves behind are collected as usual once the
+    collector is back on. A collector already off (the caller's choice) stays off."""
+    was_on = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_on:
+            gc.enable()
+
+
+def _inspect(model, target: str, optimized: bool) -> InspectReport:
     from .placement import pipeline
 
     proto = load_model(
@@ -178,11 +203,14 @@ def inspect(model, target: str = "dml", *, optimized: bool = True) -> InspectRep
     )
     tgt = get_target(target)
     original = {}
-    if fallback.uses_fallback(proto):
+    kernel_domain = ""
+    fallback = _fallback_if_used(proto)
+    if fallback is not None:
         # The only way to run such a model is ort_dml_ops.InferenceSession, which hands ORT this
         # rewrite (per-dtype fallback kernels, float16 carried as float32 through added Casts).
         original = {n.name: n for n in _main_nodes(proto) if n.name}
         proto = fallback.prepare(proto)
+        kernel_domain = fallback.KERNEL_DOMAIN
     opsets = opsets_of(proto)
     work = _inline_and_name(proto)
     types, shapes = _value_types(work)
@@ -191,7 +219,7 @@ def inspect(model, target: str = "dml", *, optimized: bool = True) -> InspectRep
     ):  # a fallback kernel's output has its data input's type (one kernel per dtype)
         for n in work.graph.node:
             if (
-                n.domain == fallback.KERNEL_DOMAIN
+                n.domain == kernel_domain
                 and n.input
                 and n.output
                 and n.output[0] not in types
@@ -199,14 +227,16 @@ def inspect(model, target: str = "dml", *, optimized: bool = True) -> InspectRep
                 types[n.output[0]] = types.get(n.input[0])
     result = pipeline.run(work, tgt, opsets, types, shapes, optimized=optimized)
     report = InspectReport(target=tgt.name, provider=tgt.provider)
-    for r in result.nodes:
+    if not original:
+        report.nodes = list(result.nodes)
+    for r in result.nodes if original else ():
         op, domain, reason, added = r.op_type, r.domain, r.reason, r.added_by
-        if original and r.domain == fallback.KERNEL_DOMAIN and r.name in original:
+        if r.domain == kernel_domain and r.name in original:
             op, domain = original[r.name].op_type, original[r.name].domain
             reason = (
                 "custom op: runs on the CPU EP as the project's Python fallback kernel"
             )
-        elif original and not r.graph and r.name not in original and not added:
+        elif not r.graph and r.name not in original and not added:
             added = "ort_dml_ops.InferenceSession (fallback rewrite)"
         report.nodes.append(
             replace(r, op_type=op, domain=domain, reason=reason, added_by=added)
@@ -214,6 +244,31 @@ def inspect(model, target: str = "dml", *, optimized: bool = True) -> InspectRep
     report.copy_nodes = list(result.copies)
     report.copies = len(result.copies)
     return report
+
+
+def _fallback_if_used(proto: onnx.ModelProto):
+    """``ort_dml_ops.fallback`` when `proto` has a node it rewrites, else None.
+
+    Imported only then: it loads onnxruntime-extensions, whose imports were most of a fresh
+    ``ort-dml-ops inspect`` process (docs/performance.md)."""
+    if not _has_domain_node(proto.graph):
+        return None
+    from . import fallback
+
+    return fallback if fallback.uses_fallback(proto) else None
+
+
+def _has_domain_node(graph) -> bool:
+    """A node of the project's domain in `graph` or its subgraphs (what uses_fallback looks for)."""
+    for node in graph.node:
+        if node.domain == DOMAIN:
+            return True
+        for a in node.attribute:
+            if a.type == _GRAPH and _has_domain_node(a.g):
+                return True
+            if a.type == _GRAPHS and any(_has_domain_node(g) for g in a.graphs):
+                return True
+    return False
 
 
 def _main_nodes(proto):
@@ -224,12 +279,29 @@ def _main_nodes(proto):
 
 
 def _inline_and_name(proto: onnx.ModelProto) -> onnx.ModelProto:
+    """`proto` with model-local functions inlined and every node named (a copy when that
+    changes anything; `proto` itself, never modified later, when it has neither)."""
+    if not proto.functions and _all_named(proto.graph):
+        return proto
     funcs = {(f.domain, f.name): f for f in proto.functions}
     work = onnx.ModelProto()
     work.CopyFrom(proto)
     del work.functions[:]
     _prepare_graph(work.graph, "", funcs)
     return work
+
+
+def _all_named(graph) -> bool:
+    """Every node of `graph` and its subgraphs has a name (then naming changes nothing)."""
+    for node in graph.node:
+        if not node.name:
+            return False
+        for a in node.attribute:
+            if a.type == _GRAPH and not _all_named(a.g):
+                return False
+            if a.type == _GRAPHS and not all(_all_named(g) for g in a.graphs):
+                return False
+    return True
 
 
 def _prepare_graph(graph, prefix: str, funcs: dict) -> None:
@@ -311,18 +383,21 @@ def _value_types(work: onnx.ModelProto):
         inferred = work
     types: dict = {}
     dims: dict = {}
+    # (type string, dims or None) per serialized TypeProto: a large model repeats a few types
+    read: dict = {}
 
     def visit(g):
-        for vi in list(g.input) + list(g.output) + list(g.value_info):
-            t = type_string(vi.type)
-            if t:
-                types[vi.name] = t
-            tt = vi.type.tensor_type
-            if vi.type.HasField("tensor_type") and tt.HasField("shape"):
-                dims[vi.name] = tuple(
-                    d.dim_value if d.HasField("dim_value") else None
-                    for d in tt.shape.dim
-                )
+        for values in (g.input, g.output, g.value_info):
+            for vi in values:
+                key = vi.type.SerializeToString()
+                known = read.get(key)
+                if known is None:
+                    known = read[key] = _type_and_dims(vi.type)
+                t, shape = known
+                if t:
+                    types[vi.name] = t
+                if shape is not None:
+                    dims[vi.name] = shape
         for init in g.initializer:
             types.setdefault(init.name, type_string(init.data_type))
             dims[init.name] = tuple(int(d) for d in init.dims)
@@ -340,3 +415,14 @@ def _value_types(work: onnx.ModelProto):
 
     visit(inferred.graph)
     return types, dims
+
+
+def _type_and_dims(tp: onnx.TypeProto) -> tuple:
+    """(type string or None, the tensor's dims — None for an unknown size — or None)."""
+    tt = tp.tensor_type
+    shape = None
+    if tp.HasField("tensor_type") and tt.HasField("shape"):
+        shape = tuple(
+            d.dim_value if d.HasField("dim_value") else None for d in tt.shape.dim
+        )
+    return type_string(tp), shape

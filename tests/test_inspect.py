@@ -506,3 +506,22 @@ def test_bad_input_one_line_errors(tmp_path, bad):
     assert "\n" not in str(exc.value)
     with pytest.raises(UserError):
         inspect(cumsum_model(17), target="nope")
+
+
+def test_inspect_leaves_the_garbage_collector_as_it_found_it():
+    """inspect pauses Python's cyclic collector while it places (a speed choice, see
+    inspection._collector_paused); the caller's setting is back afterwards, on or off."""
+    import gc
+
+    from ort_dml_ops.bench.models import chain_model
+
+    model = chain_model(20)
+    assert gc.isenabled()
+    inspect(model, "dml")
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        inspect(model, "dml")
+        assert not gc.isenabled()
+    finally:
+        gc.enable()

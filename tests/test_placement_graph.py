@@ -79,3 +79,45 @@ def test_edits_after_a_rebuild_and_an_append_stay_consistent():
     graph.replace_uses("c", "x")
     assert _kept(graph) == _fresh(graph)
     assert _kept(graph)["x"] == ["a", "y"]
+
+
+def test_add_keeps_consumers_equal_to_a_rebuild():
+    from ort_dml_ops.placement.graph import Node
+
+    graph = build_graph(_model())
+    graph.consumers()
+    proto = helper.make_node("Sum", ["b", "a", "b"], ["z"], name="z")
+    graph.add(Node(graph.next_index, "z", "Sum", "", ["b", "a", "b"], ["z"], proto))
+    kept = _kept(graph)
+    assert kept == _fresh(graph)
+    assert kept["b"] == ["c", "d", "e", "z"]
+
+
+def _order(graph: Graph) -> list:
+    return [n.name for n in graph.topological()]
+
+
+def test_removing_a_source_keeps_order_and_producers_equal_to_a_rebuild():
+    """Relu `a` reads only the graph input: ORT's reverse DFS visits it alone, so dropping it
+    (as constant folding drops a node of constants) leaves the others' order as it was."""
+    graph = build_graph(_model())
+    before = _order(graph)
+    source = next(n for n in graph.nodes if n.name == "a")
+    graph.remove(source, "test", "folded")
+    assert graph._topo[0] == graph.version  # kept, not rebuilt
+    kept_order, kept_producers = _order(graph), dict(graph.producers())
+    assert kept_order == [name for name in before if name != "a"]
+    graph.touch()  # drop every cache: the reference is a rebuild
+    assert kept_order == _order(graph)
+    assert kept_producers == graph.producers()
+    assert _kept(graph) == _fresh(graph)
+
+
+def test_removing_a_node_with_a_producer_rebuilds_the_order():
+    graph = build_graph(_model())
+    _order(graph)
+    neg = next(n for n in graph.nodes if n.name == "d")
+    graph.remove(neg, "test", "dropped")
+    kept = _order(graph)
+    graph.touch()
+    assert kept == _order(graph)

@@ -79,19 +79,22 @@ def _attributes(node, opsets: dict) -> tuple:
     ``ReduceMax(batch, keepdims=0)`` (noop filled in after) both survive, while ``Shape(le)`` and
     ``Shape(le, start=0)`` (one attribute either way) are merged.
     """
-    seq = [
-        (a.name, a.SerializeToString(deterministic=True)) for a in node.proto.attribute
-    ]
     domain = "" if node.domain == "ai.onnx" else node.domain
     opset = opsets.get(domain)
-    if opset:
-        written = {name for name, _ in seq}
-        for name, default in sorted(
-            _defaults(node.op_type, domain, int(opset)).items()
-        ):
-            if name not in written:
-                seq.append((name, default))
+    filled = _sorted_defaults(node.op_type, domain, int(opset)) if opset else ()
+    written = node.proto.attribute
+    if not written:
+        return filled
+    seq = [(a.name, a.SerializeToString(deterministic=True)) for a in written]
+    names = {name for name, _ in seq}
+    seq.extend(d for d in filled if d[0] not in names)
     return tuple(seq)
+
+
+@cache
+def _sorted_defaults(op_type: str, domain: str, opset: int) -> tuple:
+    """The schema defaults in the order Resolve fills them in (name order)."""
+    return tuple(sorted(_defaults(op_type, domain, opset).items()))
 
 
 def eliminate(graph: Graph, opsets: dict | None = None) -> bool:
@@ -101,12 +104,20 @@ def eliminate(graph: Graph, opsets: dict | None = None) -> bool:
     for node in graph.topological():
         if node.subgraphs or node.op_type in NONDETERMINISTIC or not node.outputs:
             continue
-        attrs = _attributes(node, opsets or {})
+        # the attributes change only with the node's proto (and the opset with the model)
+        opset = (opsets or {}).get("" if node.domain == "ai.onnx" else node.domain)
+        cached = node.cse_attributes
+        if cached is not None and cached[0] is node.proto and cached[1] == opset:
+            attrs = cached[2]
+        else:
+            attrs = _attributes(node, opsets or {})
+            node.cse_attributes = (node.proto, opset, attrs)
+        ins = node.inputs
         key = (
             node.op_type,
             node.domain,
             attrs,
-            tuple(value_class.get(x, x) for x in node.inputs),
+            tuple([value_class.get(x, x) for x in ins] if value_class else ins),
             len(node.outputs),
         )
         rep = representative.get(key)

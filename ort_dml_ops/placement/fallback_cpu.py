@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import heapq
 
-from .graph import Graph, implicit_inputs
+from .graph import Graph
 
 SMALL_INITIALIZER = 100
 LOW_PRECISION = frozenset(
@@ -38,11 +38,19 @@ LOW_PRECISION = frozenset(
 
 def cpu_preferred(graph: Graph, order: list, tentative: dict, types: dict) -> set:
     """Nodes (of `order`, ORT's topological order) kept on the CPU; `tentative`: node -> EP kernel."""
+    # the seeds: outputs a tentative node's kernel writes to CPU memory
+    seeds = [
+        o
+        for node, kernel in tentative.items()
+        if kernel.cpu_outputs
+        for j, o in enumerate(node.outputs)
+        if o and j in kernel.cpu_outputs
+    ]
+    if not seeds:
+        return set()  # nothing starts on the CPU side: no candidate
     rank = {n: i for i, n in enumerate(order)}
-    consumers: dict = {}
-    for n in order:
-        for x in dict.fromkeys([x for x in n.inputs if x] + implicit_inputs(n)):
-            consumers.setdefault(x, []).append(n)
+    # who reads what (implicit reads included); the heap orders the candidates
+    consumers = graph.consumers()
     graph_inputs = set(graph.inputs)
     cpu_values: set = set()
     heap: list = []
@@ -53,12 +61,10 @@ def cpu_preferred(graph: Graph, order: list, tentative: dict, types: dict) -> se
                 heapq.heappush(heap, (rank[c], c.index))
 
     by_index = {n.index: n for n in order}
-    for node, kernel in tentative.items():
-        for j, o in enumerate(node.outputs):
-            if o and j in kernel.cpu_outputs:
-                cpu_values.add(o)
-                for c in consumers.get(o, ()):
-                    heapq.heappush(heap, (rank[c], c.index))
+    for o in seeds:
+        cpu_values.add(o)
+        for c in consumers.get(o, ()):
+            heapq.heappush(heap, (rank[c], c.index))
     visited: set = set()
     result: set = set()
     while heap:

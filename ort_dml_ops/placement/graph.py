@@ -61,6 +61,8 @@ class Node:
     subgraphs: list = field(default_factory=list)  # [(attribute label, Graph)]
     origin: str = ""  # which ORT step added the node ("" for a node of the model)
     dead: bool = False  # removed from its graph
+    # (proto, opset, its attributes as ORT holds them): cse.py's cache, valid while both are
+    cse_attributes: tuple | None = field(default=None, repr=False)
 
     def to_proto(self) -> onnx.NodeProto:
         p = onnx.NodeProto()
@@ -71,6 +73,20 @@ class Node:
         p.output.extend(self.outputs)
         p.name = self.name
         return p
+
+    # the NodeProto fields a capability decision reads (targets.target.NodeLike): the target
+    # decides on the node itself, without a proto copy per node
+    @property
+    def input(self) -> list:
+        return self.inputs
+
+    @property
+    def output(self) -> list:
+        return self.outputs
+
+    @property
+    def attribute(self):
+        return self.proto.attribute
 
     def attr(self, name, default=None):
         for a in self.proto.attribute:
@@ -102,7 +118,7 @@ class Graph:
         # bumped on every edit: the topological order is cached per version
         self.version = 0
         self._topo: tuple[int, list] = (-1, [])
-        self._producers: tuple = (-1, {})
+        self._producers: tuple = (-1, {}, False)
         self._consumers: tuple = (-1, {})
         self._positions: dict = {}
         # Graph::name_generator_ and the names it generated (GenerateNodeName/GenerateNodeArgName)
@@ -126,10 +142,10 @@ class Graph:
     def producers(self) -> dict:
         """value -> the node writing it (cached per graph version: treat as read-only)."""
         if self._producers[0] != self.version:
-            self._producers = (
-                self.version,
-                {o: n for n in self.nodes for o in n.outputs if o},
-            )
+            out = {o: n for n in self.nodes for o in n.outputs if o}
+            # each value written once (a valid graph): `remove` can keep the map current
+            unique = len(out) == sum(1 for n in self.nodes for o in n.outputs if o)
+            self._producers = (self.version, out, unique)
         return self._producers[1]
 
     def consumers(self) -> dict:
@@ -140,10 +156,18 @@ class Graph:
         if self._consumers[0] != self.version:
             out: dict = {}
             for n in self.nodes:
-                for x in dict.fromkeys(x for x in n.inputs if x):
-                    out.setdefault(x, []).append(n)
-                for x in implicit_inputs(n):
-                    out.setdefault(x, []).append(n)
+                ins = n.inputs
+                # each value once per node (dict.fromkeys only when a value could repeat)
+                for x in ins if len(ins) < 2 else dict.fromkeys(ins):
+                    if x:
+                        readers = out.get(x)
+                        if readers is None:
+                            out[x] = [n]
+                        else:
+                            readers.append(n)
+                if n.subgraphs:
+                    for x in implicit_inputs(n):
+                        out.setdefault(x, []).append(n)
             self._consumers = (self.version, out)
         return self._consumers[1]
 
@@ -188,18 +212,46 @@ class Graph:
         self.version += 1
 
     def add(self, node: Node) -> None:
+        cons = self._valid_consumers()
         self.nodes.append(node)
         self.touch()
+        if (
+            cons is not None
+        ):  # the new node reads after every other: it goes last in each list
+            ins = [x for x in node.inputs if x]
+            for x in dict.fromkeys(ins):
+                cons[x] = [*cons.get(x, ()), node]  # a new list: see consumers()
+            for x in implicit_inputs(node):
+                cons[x] = [*cons.get(x, ()), node]
+            self._consumers = (self.version, cons)
 
     def remove(self, node: Node, step: str, reason: str) -> None:
         cons = self._valid_consumers()
+        version, prod, unique = self._producers
+        prod = prod if version == self.version and unique else None
+        order = self._topo[1] if self._topo[0] == self.version else None
+        # A node no node of this graph feeds (a constant-folded one) is visited by the reverse
+        # DFS on its own, with nothing under it: the order of the others stays as it was.
+        source = (
+            prod is not None
+            and not node.subgraphs
+            and not any(x in prod for x in node.inputs if x)
+        )
         self.nodes.remove(node)
         node.dead = True
         self.touch()
         self.removed[node] = (step, reason)
-        # keep the consumers map: the passes remove node after node
+        # keep the maps current: the passes remove node after node
         if cons is not None:
             self._drop_consumer(cons, node)
+        if prod is not None:
+            for o in node.outputs:
+                if o and prod.get(o) is node:
+                    del prod[o]
+            self._producers = (self.version, prod, True)
+        if source and order is not None:
+            # `topological` drops the dead node from the kept order
+            self._topo = (self.version, order)
 
     def replace_uses(self, old: str, new: str) -> None:
         """Every read of `old` (subgraphs' outer reads included) reads `new` instead.
@@ -278,40 +330,64 @@ class Graph:
     def topological(self) -> list:
         """GraphViewer's default order: ReverseDFSFrom(leaf nodes, leave=append, NodeCompare by index)."""
         if self._topo[0] == self.version:
-            return list(self._topo[1])
+            order = self._topo[1]
+            if len(order) != len(
+                self.nodes
+            ):  # nodes removed since (remove keeps the order)
+                order = [n for n in order if not n.dead]
+                self._topo = (self.version, order)
+            return list(order)
         prod = self.producers()
         cons = self.consumers()
 
         def input_nodes(n):
+            """The nodes writing n's inputs (implicit ones included), once each, by index."""
+            ins = n.inputs
+            if len(ins) <= 2 and not n.subgraphs:  # most nodes: no dict, no sort
+                p = prod.get(ins[0]) if ins else None
+                q = prod.get(ins[1]) if len(ins) == 2 else None
+                if p is None or p is q:
+                    return () if q is None else (q,)
+                if q is None:
+                    return (p,)
+                return (p, q) if p.index < q.index else (q, p)
             seen = {}
-            for x in list(n.inputs) + implicit_inputs(n):
+            for x in ins + implicit_inputs(n) if n.subgraphs else ins:
                 p = prod.get(x)
                 if p is not None:
                     seen[p.index] = p
             return [seen[k] for k in sorted(seen)]
 
-        leaves = [
-            n
-            for n in sorted(self.nodes, key=lambda n: n.index)
-            if not any(cons.get(o) for o in n.outputs if o)
-        ]
-        stack = [(n, False) for n in leaves]
+        leaves = []
+        for n in sorted(self.nodes, key=_by_index):
+            for o in n.outputs:
+                if o and cons.get(o):
+                    break
+            else:
+                leaves.append(n)
+        # a node on the stack is entered when popped; (node,) is its leave marker
+        stack: list = leaves
         visited: set = set()
         order = []
+        append, pop = stack.append, stack.pop
         while stack:
-            n, leave = stack.pop()
-            if leave:
-                order.append(n)
+            n = pop()
+            if n.__class__ is tuple:
+                order.append(n[0])
                 continue
-            if n.index in visited:
+            if n in visited:
                 continue
-            visited.add(n.index)
-            stack.append((n, True))
+            visited.add(n)
+            append((n,))
             for m in input_nodes(n):
-                if m.index not in visited:
-                    stack.append((m, False))
+                if m not in visited:
+                    append(m)
         self._topo = (self.version, order)
         return list(order)
+
+
+def _by_index(node: Node) -> int:
+    return node.index
 
 
 def implicit_inputs(node: Node) -> list:

@@ -84,8 +84,10 @@ def build_graph(
     )
     graph.model_order = [p.name for p in g.node]
     index = 0
+    with_subgraphs = []
     for p in g.node:
-        if p.op_type == "Constant" and p.domain in ("", "ai.onnx") and p.output:
+        op, domain = p.op_type, p.domain
+        if op == "Constant" and domain in ("", "ai.onnx") and p.output:
             init = constant_value(p)
             if init is not None:
                 graph.initializers[init.name] = init
@@ -95,16 +97,19 @@ def build_graph(
         node = Node(
             index,
             p.name,
-            p.op_type,
-            p.domain if p.domain != "ai.onnx" else "",
+            op,
+            domain if domain != "ai.onnx" else "",
             list(p.input),
             list(p.output),
             p,
         )
         index += 1
         graph.nodes.append(node)
+        attributes = p.attribute
+        if attributes and any(a.type in (_GRAPH, _GRAPHS) for a in attributes):
+            with_subgraphs.append(node)
     graph.next_index = index
-    for node in graph.nodes:
+    for node in with_subgraphs:
         for a in node.proto.attribute:
             subs = (
                 [a.g]

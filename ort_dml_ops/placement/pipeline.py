@@ -88,14 +88,29 @@ class Result:
 def optimize(
     graph: Graph, types: dict, shapes: dict, opsets: dict, has_cpu_kernel
 ) -> None:
-    """Level-1 optimizers on one graph level and its subgraphs, until a round changes nothing."""
+    """Level-1 optimizers on one graph level and its subgraphs, until a round changes nothing.
+
+    A pass that changes nothing leaves the graph as it was, and each pass is a function of the
+    graph: once every pass in a row has left it alone, the rest of the round and the next one
+    would too, so they are not run (the graph ORT ends with is the same)."""
+    passes = (
+        lambda: rules.apply(graph, types, shapes),
+        lambda: cse.share_constants(graph),
+        lambda: cse.eliminate(graph, opsets),
+        lambda: folding.fold(graph, types, shapes, opsets, has_cpu_kernel),
+        lambda: reshape_fusion.fuse(graph, shapes),
+        lambda: transpose_optimizer.optimize(graph, types, shapes),
+    )
+    idle = 0  # passes run in a row that changed nothing
     for _ in range(STEPS):
-        changed = rules.apply(graph, types, shapes)
-        changed |= cse.share_constants(graph)
-        changed |= cse.eliminate(graph, opsets)
-        changed |= folding.fold(graph, types, shapes, opsets, has_cpu_kernel)
-        changed |= reshape_fusion.fuse(graph, shapes)
-        changed |= transpose_optimizer.optimize(graph, types, shapes)
+        changed = False
+        for step in passes:
+            if idle == len(passes):
+                break
+            if step():
+                changed, idle = True, 0
+            else:
+                idle += 1
         if not changed:
             break
     for node in graph.nodes:
@@ -110,7 +125,7 @@ def run(
     graph = build_graph(work.graph)
 
     def has_cpu_kernel(node):
-        d = tgt.explain(node.to_proto(), opsets, types)
+        d = tgt.explain(node, opsets, types)
         k, _ = (
             tgt.cpu_table.find(
                 node.op_type, node.domain, d.since_version, lambda c: None
@@ -131,7 +146,7 @@ def _place(
     graph: Graph, tgt, opsets, types, result: Result, outer_implicit, label: str
 ) -> None:
     order = graph.topological()
-    decisions = {n: tgt.explain(n.to_proto(), opsets, types) for n in graph.nodes}
+    decisions = {n: tgt.explain(n, opsets, types) for n in graph.nodes}
     preferred: set = set()
     # a plugin EP does not get ORT's GetCpuPreferredNodes pass (WebGPU: measured, docs/webgpu.md)
     if tgt.is_gpu and getattr(tgt, "cpu_preferred", True):
@@ -170,7 +185,7 @@ def _place(
             graph=label,
         )
     for stub, (step, why) in graph.removed.items():
-        since = tgt.explain(stub.to_proto(), opsets, types).since_version
+        since = tgt.explain(stub, opsets, types).since_version
         placed.setdefault(
             stub.name,
             NodeReport(

@@ -110,12 +110,18 @@ def _noop_operand(graph: Graph, node: Node, types: dict, shapes: dict) -> str | 
     return None
 
 
+#: the ops a rule above can remove (a node of any other op is left alone)
+RULE_OPS = frozenset(
+    {"Identity", "Dropout", "Cast", "Expand", "Add", "Sub", "Mul", "Div"}
+)
+
+
 def apply(graph: Graph, types: dict, shapes: dict) -> bool:
     """Run the rules once over the graph; True if a node was removed."""
     changed = False
     cons = graph.consumers()
     for node in graph.topological():
-        if node.domain not in ("", "ai.onnx"):
+        if node.op_type not in RULE_OPS or node.domain not in ("", "ai.onnx"):
             continue
         if not _removable(graph, node) and not (
             node.op_type == "Identity" and _can_feed_output(graph, node, cons)

@@ -282,6 +282,8 @@ def _slice(
 
 def optimize(graph: Graph, types: dict, shapes: dict) -> bool:
     """One OptimizeImpl pass (Shape and Slice handlers)."""
+    if not any(n.op_type == "Transpose" and n.domain == "" for n in graph.nodes):
+        return False  # no Transpose to push: the handlers have nothing to do
     order = graph.topological()
     leading = _leading_to_transpose(order)
     changed = False

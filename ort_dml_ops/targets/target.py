@@ -9,8 +9,9 @@ creation ("Could not find an implementation for ...").
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Protocol
 
 import onnx
 
@@ -25,6 +26,22 @@ WEBGPU = "WebGpuExecutionProvider"
 
 #: Domains whose ops are Python custom ops (onnxruntime-extensions): always on the CPU EP.
 CUSTOM_OP_DOMAINS = frozenset({DOMAIN, "ai.onnx.contrib"})
+
+
+class NodeLike(Protocol):
+    """What a decision reads of a node: an ``onnx.NodeProto``, or a node that exposes the same
+    fields (``placement.graph.Node``, so that placement need not copy every node into a proto)."""
+
+    @property
+    def op_type(self) -> str: ...
+    @property
+    def domain(self) -> str: ...
+    @property
+    def input(self) -> Sequence[str]: ...
+    @property
+    def output(self) -> Sequence[str]: ...
+    @property
+    def attribute(self) -> Sequence[onnx.AttributeProto]: ...
 
 
 @dataclass(frozen=True)
@@ -55,7 +72,12 @@ class Decision:
 
 
 class Target:
-    """A capability model of one ONNX Runtime execution provider (with the CPU EP behind it)."""
+    """A capability model of one ONNX Runtime execution provider (with the CPU EP behind it).
+
+    Its settings are fixed at construction: decisions are remembered per node signature
+    (``_signature``: op, domain, opset, argument types, attributes), as a large model repeats a
+    few kinds of node many times (a 50k-node chain has a handful of signatures).
+    """
 
     def __init__(
         self,
@@ -82,6 +104,7 @@ class Target:
         self.table = table  # None for target "cpu"
         self.cpu_table = cpu_table
         self.device_unsupported = frozenset(device_unsupported)
+        self._decisions: dict = {}  # _signature -> Decision
 
     def __repr__(self):
         t = f"{self.table.build}" if self.table else "-"
@@ -93,7 +116,7 @@ class Target:
 
     # -- public API ------------------------------------------------------------------------
     def placement(
-        self, node: onnx.NodeProto, opset, value_types: Mapping | None = None
+        self, node: NodeLike, opset, value_types: Mapping | None = None
     ) -> tuple:
         """(provider, reason) for `node` under the model's opset imports `opset`.
 
@@ -108,7 +131,7 @@ class Target:
         return self.explain(node, opset, value_types).on_target
 
     def explain(
-        self, node: onnx.NodeProto, opset, value_types: Mapping | None = None
+        self, node: NodeLike, opset, value_types: Mapping | None = None
     ) -> Decision:
         opsets = (
             opset
@@ -117,15 +140,27 @@ class Target:
             and "" in opset
             else opsets_of(opset)
         )
-        vt = value_types or {}
+        get = (value_types or {}).get
 
         def value_type(name):
-            return type_string(vt.get(name))
+            t = get(name)
+            return t if t is None or t.__class__ is str else type_string(t)
 
-        return self._decide(node, opsets, value_type)
+        key = _signature(node, opsets, get)
+        if key is not None:
+            known = self._decisions.get(key)
+            if known is not None:
+                return known
+        decision, names_a_value = self._decide(node, opsets, value_type)
+        if key is not None and not names_a_value:
+            self._decisions[key] = decision
+        return decision
 
     # -- rules -----------------------------------------------------------------------------
-    def _decide(self, node, opsets, value_type) -> Decision:
+    def _decide(self, node, opsets, value_type) -> tuple[Decision, bool]:
+        """The decision, and whether its reason names one of the node's values (then it holds
+        for this node only and is not remembered under its signature)."""
+        named = False
         domain = schemas.norm_domain(node.domain)
         op = node.op_type
         if domain in CUSTOM_OP_DOMAINS:
@@ -134,7 +169,7 @@ class Target:
                 f"custom op (domain '{domain}'): Python custom ops run on the CPU EP",
                 opsets.get(domain),
                 None,
-            )
+            ), named
         known = (
             self.table is not None and domain in self.table.domains
         ) or domain in self.cpu_table.domains
@@ -145,21 +180,21 @@ class Target:
                 "a registered custom op runs on the CPU EP",
                 opsets.get(domain),
                 None,
-            )
+            ), named
         opset = opsets.get(domain)
         if opset is None:
             return Decision(
                 None,
                 f"no kernel: the model imports no opset for domain '{domain or 'ai.onnx'}'",
                 None,
-            )
+            ), named
         schema = schemas.get_schema(op, domain, opset)
         if schema is None:
             return Decision(
                 None,
                 f"no kernel: no schema for {op} in {domain or 'ai.onnx'} opset {opset}",
                 None,
-            )
+            ), named
         since = schema.since_version
         bind = schemas.bindings(op, domain, opset)
         resolve = schemas.type_resolver(node.input, node.output, bind, value_type)
@@ -171,7 +206,7 @@ class Target:
                     f"invalid model: {op}-{since} does not allow {cname}={t} "
                     "(ONNX Runtime rejects the model at load)",
                     since,
-                )
+                ), named
 
         why_off = None
         tk = None
@@ -182,7 +217,14 @@ class Target:
             if tk is None:
                 why_off = self._miss_text(self.table, op, domain, since, miss)
             elif self.provider == DML:
-                why_off = self._dml_checks(node, tk, value_type)
+                why_off = dml_rules.support_query(tk.query, node)
+                if why_off is not None:
+                    why_off = f"support query: {why_off}"
+                else:
+                    why_off = dml_rules.unsupported_data_type(
+                        node, tk, value_type, self.device_unsupported
+                    )
+                    named = why_off is not None
             elif "attrs_on_target" in tk.extra:
                 why_off = _recorded_attrs_check(node, tk)
             if why_off is None:
@@ -201,7 +243,7 @@ class Target:
                     target_lookup=True,
                     target_kernel=tk,
                     fails_at_run=fails,
-                )
+                ), named
         ck, miss = self.cpu_table.find(op, domain, since, resolve)
         if ck is not None:
             reason = why_off or f"CPU kernel {op}({ck.version_text()})"
@@ -217,7 +259,7 @@ class Target:
                 target_lookup=lookup,
                 target_kernel=tk,
                 fails_at_run=refusal,
-            )
+            ), named
         # insert_cast_transformer.cc: float16 args of a node without a float16 kernel are cast to float
         if self._has_fp16(node, value_type):
 
@@ -237,7 +279,7 @@ class Target:
                     via_casts=True,
                     target_lookup=lookup,
                     target_kernel=tk,
-                )
+                ), named
         cpu_why = self._miss_text(self.cpu_table, op, domain, since, miss)
         pre = f"{why_off}; " if why_off else ""
         return Decision(
@@ -247,15 +289,7 @@ class Target:
             None,
             target_lookup=lookup,
             target_kernel=tk,
-        )
-
-    def _dml_checks(self, node, k, value_type):
-        q = dml_rules.support_query(k.query, node)
-        if q:
-            return f"support query: {q}"
-        return dml_rules.unsupported_data_type(
-            node, k, value_type, self.device_unsupported
-        )
+        ), named
 
     @staticmethod
     def _has_fp16(node, value_type) -> bool:
@@ -293,6 +327,52 @@ class Target:
             sorted(x[7:-1] if x.startswith("tensor(") else x for x in types)
         )
         return f"type not supported: {who} {name}({k.version_text()}) takes {cname} in {{{allowed}}}, node has {t}"
+
+
+_SUBGRAPH_ATTRIBUTES = (onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS)
+#: an omitted optional argument (name ""), told apart from a value of unknown type (None)
+_ABSENT = 0
+
+
+def _signature(node: NodeLike, opsets: dict, get) -> tuple | None:
+    """Everything ``Target._decide`` reads of `node`, as a hashable key; None when the node is
+    not to be remembered (a subgraph attribute: large to key and rare). `get`: value name ->
+    type as the caller gave it.
+
+    ``_decide`` reads: op_type and the normalized domain; the opset import of that domain
+    (``opsets.get(domain)``, nothing else of `opsets`); the type of each input and output by
+    position, an omitted one told apart (schema binding, kernel type match, DML data types,
+    float16 casts; the input count for the support queries); attribute values (support
+    queries, recorded attribute combinations, Reshape allowzero, ScatterElements reduction).
+    Value *names* enter only the DML data-type reason, which ``_decide`` flags so that it is
+    not remembered. Attributes are keyed by their serialized bytes: equal bytes are equal
+    values (different bytes for equal values only cost a second decision)."""
+    attributes = []
+    for a in node.attribute:
+        if a.type in _SUBGRAPH_ATTRIBUTES:
+            return None
+        attributes.append(a.SerializeToString())
+    domain = node.domain
+    if domain in schemas.ONNX_DOMAINS:
+        domain = ""
+    try:
+        ins = _argument_types(node.input, get)
+        outs = _argument_types(node.output, get)
+    except TypeError:  # a type type_string cannot read: _decide raises when it needs it
+        return None
+    return (node.op_type, domain, opsets.get(domain), ins, outs, tuple(attributes))
+
+
+def _argument_types(names, get) -> tuple:
+    """Each argument's type string as ``_decide`` sees it, ``_ABSENT`` for an omitted one."""
+    out: list[str | int | None] = []
+    for x in names:
+        if not x:
+            out.append(_ABSENT)
+            continue
+        t = get(x)
+        out.append(t if t is None or t.__class__ is str else type_string(t))
+    return tuple(out)
 
 
 def _short(provider: str) -> str:
