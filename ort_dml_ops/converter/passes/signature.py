@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import onnx_ir as ir
 
-from ..rules._base import const_array, onnx_domain
+from ..rules._base import const_array, const_tensor
 
 #: largest constant input (elements) whose content goes into a key
 SMALL_CONST = 64
@@ -120,16 +120,7 @@ def _value(v: ir.Value | None, consts: dict):
 
 def _const(v: ir.Value):
     """The content of a constant input (as `rules._base.const_array` reads it), () if none."""
-    t = v.const_value
-    producer = v.producer()
-    if (
-        t is None
-        and producer is not None
-        and producer.op_type == "Constant"
-        and onnx_domain(producer.domain) == ""
-    ):
-        attr = producer.attributes.get("value")
-        t = attr.value if attr is not None else None
+    t = const_tensor(v)
     if t is None:
         return ()
     size = getattr(t, "size", None)

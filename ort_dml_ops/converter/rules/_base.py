@@ -154,8 +154,9 @@ def attr_str(node: ir.Node, name: str, default: str = "") -> str:
     return v.decode() if isinstance(v, bytes) else str(v)
 
 
-def const_array(value: ir.Value | None) -> np.ndarray | None:
-    """The value's constant content (initializer or Constant node output), else None."""
+def const_tensor(value: ir.Value | None):
+    """The value's constant tensor (initializer or Constant node's `value`), else None; its
+    bytes are not read."""
     if value is None:
         return None
     t = value.const_value
@@ -169,6 +170,12 @@ def const_array(value: ir.Value | None) -> np.ndarray | None:
         attr = producer.attributes.get("value")
         if attr is not None:
             t = attr.value
+    return t
+
+
+def const_array(value: ir.Value | None) -> np.ndarray | None:
+    """The value's constant content (initializer or Constant node output), else None."""
+    t = const_tensor(value)
     if t is None:
         return None
     try:
