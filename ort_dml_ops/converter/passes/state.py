@@ -3,8 +3,13 @@
 from __future__ import annotations
 
 import dataclasses
+from typing import TYPE_CHECKING, Any
 
 from ..report import NodeReport
+from ..rules.fold_if import FoldResult
+
+if TYPE_CHECKING:
+    from .declarations import Declared
 
 
 @dataclasses.dataclass
@@ -12,8 +17,14 @@ class ConvertState:
     target: str
     strategy: str
     check_indices: bool = True
+    #: what the input declares (graph I/O, value_info names): RestoreDeclarationsPass
+    declared: Declared | None = None
     #: every node and value name in use in the model (the rules' new names avoid them)
     names: set[str] = dataclasses.field(default_factory=set)
+    #: the opset step's report part (rules/opset.py plan)
+    opset: dict[str, Any] = dataclasses.field(default_factory=dict)
+    #: the If folding's notes and repaired output declarations (rules/fold_if.py)
+    folds: FoldResult = dataclasses.field(default_factory=FoldResult)
     reports: list[NodeReport] = dataclasses.field(default_factory=list)
     #: whole-graph fixes made before the rules, one line each (report: `normalized`)
     normalized: list[str] = dataclasses.field(default_factory=list)
