@@ -16,6 +16,7 @@ conversion succeeded and changed something.
 
 from __future__ import annotations
 
+import onnx
 import onnx_ir as ir
 
 from ..modelio import fix_ir_version
@@ -52,7 +53,11 @@ def convert_model(
     check_original(given)
     signature = signature_of(given.graph)
     work = model.clone()
-    state = run_passes(work, target, strategy, check_indices, value_info_names(given))
+    light = onnx.ModelProto()
+    light.CopyFrom(given)  # the first inference takes it (and changes it)
+    state = run_passes(
+        work, target, strategy, check_indices, value_info_names(given), light
+    )
     report = make_report(state)
     if not changed(state):  # nothing rewritten: the caller's model stays as it is
         out = fix_ir_version(given)

@@ -110,9 +110,9 @@ def convert(
             f"the model cannot be read for conversion ({serde_reason(exc)})"
         ) from None
     _function_input_types(proto, model_ir)
-    del proto
     value_info = value_info_names(original)
-    state = run_passes(model_ir, target, strategy, check_indices, value_info)
+    state = run_passes(model_ir, target, strategy, check_indices, value_info, proto)
+    del proto
     if not changed(state):
         out, _ = detach_large_initializers(
             original
@@ -161,10 +161,17 @@ def run_passes(
     strategy: str,
     check_indices: bool,
     value_info: set[str],
+    light: onnx.ModelProto | None = None,
 ) -> ConvertState:
-    """Convert `model` in place (passes/); `value_info`: the names the input declared."""
+    """Convert `model` in place (passes/); `value_info`: the names the input declared;
+    `light`: `model` serialized without its weights when the caller has it (ConvertState.light;
+    it may be changed)."""
     state = ConvertState(
-        target, strategy, check_indices, declared=Declared.of(model, value_info)
+        target,
+        strategy,
+        check_indices,
+        declared=Declared.of(model, value_info),
+        light=light,
     )
     try:
         convert_passes(state)(model)

@@ -35,7 +35,7 @@ def convert_passes(state: ConvertState) -> onnx_ir.passes.PassManager:
     return onnx_ir.passes.PassManager(
         [
             OpsetPass(state),
-            InferShapesPass(),
+            InferShapesPass(state),
             FoldStaticIfsPass(state),
             CollectNamesPass(state),
             RefuseStaticErrorsPass(),

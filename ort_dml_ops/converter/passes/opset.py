@@ -18,5 +18,7 @@ class OpsetPass(onnx_ir.passes.InPlacePass):
 
     def call(self, model: ir.Model) -> onnx_ir.passes.PassResult:
         s = self.state
-        s.opset = opset_rule.plan(model, s.target, s.strategy)
+        s.opset = opset_rule.plan(model, s.target, s.strategy, s.light)
+        if s.opset["changed"]:
+            s.light = None
         return onnx_ir.passes.PassResult(model, modified=bool(s.opset["changed"]))

@@ -25,6 +25,7 @@ import onnx_ir.passes
 from ..._domain import DOMAIN
 from ...modelio import graphs, without_external_data
 from ..light import serialize_light, subgraph_pairs
+from .state import ConvertState
 
 #: longest 1-D value (elements) shape inference still runs data propagation over
 DATA_PROP_LIMIT = 1 << 16
@@ -39,13 +40,21 @@ _INFER_TWIN = {
 class InferShapesPass(onnx_ir.passes.InPlacePass):
     """Types and shapes of the intermediate values (value_info), inferred once."""
 
+    def __init__(self, state: ConvertState):
+        super().__init__()
+        self.state = state
+
     def call(self, model: ir.Model) -> onnx_ir.passes.PassResult:
-        return onnx_ir.passes.PassResult(model, modified=infer_shapes(model))
+        light, self.state.light = self.state.light, None
+        return onnx_ir.passes.PassResult(model, modified=infer_shapes(model, light))
 
 
-def infer_shapes(model: ir.Model) -> bool:
-    """Infer in place (see the module docstring); True when inference ran."""
-    light = without_external_data(serialize_light(model))
+def infer_shapes(model: ir.Model, light: onnx.ModelProto | None = None) -> bool:
+    """Infer in place (see the module docstring); True when inference ran.
+
+    `light`: `model` as it is, serialized without its weights, when the caller has it (it is
+    changed here); otherwise the model is serialized (light.serialize_light)."""
+    light = without_external_data(light or serialize_light(model))
     for g in graphs(light.graph):
         for n in g.node:
             if n.domain == DOMAIN and n.op_type in _INFER_TWIN:

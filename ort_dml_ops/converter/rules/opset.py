@@ -105,12 +105,15 @@ def _nodes(graph: onnx.GraphProto):
                 yield from _nodes(g)
 
 
-def plan(model: ir.Model, target: str, strategy: str) -> dict:
+def plan(
+    model: ir.Model, target: str, strategy: str, light: onnx.ModelProto | None = None
+) -> dict:
     """Bring `model` to opset 21 in place for the DML target when needed; returns the report part.
 
     The nodes are checked on a serialized copy without the weights (light.serialize_light;
     only element types are inferred: no data propagation, memory: docs/robustness.md); the
     change itself (opset imports, CumProd-26 -> DOMAIN::CumProd) is made on `model`.
+    `light`: that copy when the caller already has it (it is only read).
     """
     src = model.opset_imports.get("", model.opset_imports.get("ai.onnx", 0))
     info: dict[str, Any] = {"from": src, "to": src, "changed": False, "reason": ""}
@@ -126,7 +129,7 @@ def plan(model: ir.Model, target: str, strategy: str) -> dict:
             )
         )
         return info
-    light = without_external_data(serialize_light(model))
+    light = without_external_data(light or serialize_light(model))
     try:
         inferred = onnx.shape_inference.infer_shapes(light)
     except Exception:  # noqa: BLE001 - inference that fails: the types as written
