@@ -126,6 +126,7 @@ def convert(
             ) from None
         # onnx-ir writes value_info for every initializer; the input's is what is kept
         _keep_value_info(out, value_info)
+        _restore_graph_io(out.graph, original.graph, state.folds.outputs)
     del model_ir
     fix_ir_version(out)
     if validate:
@@ -250,6 +251,26 @@ def _keep_value_info(model: onnx.ModelProto, keep: set[str]) -> None:
         kept = [vi for vi in g.value_info if vi.name in keep]
         del g.value_info[:]
         g.value_info.extend(kept)
+
+
+def _restore_graph_io(
+    graph: onnx.GraphProto, original: onnx.GraphProto, repaired: dict
+) -> None:
+    """The graph's inputs and outputs byte for byte as the user wrote them (RestoreDeclarationsPass
+    restored them on the onnx-ir model; protobuf field presence, e.g. an empty doc_string
+    written out, does not survive onnx-ir); a repaired output (rules/fold_if.py) takes its new type."""
+    for mine, theirs in (
+        (graph.input, original.input),
+        (graph.output, original.output),
+    ):
+        if [v.name for v in mine] == [v.name for v in theirs]:
+            del mine[:]
+            mine.extend(theirs)
+    for (
+        vi
+    ) in graph.output:  # a repaired declaration: the computed shape, all else as given
+        if vi.name in repaired:
+            vi.type.CopyFrom(repaired[vi.name].type)
 
 
 def signature_of(graph: onnx.GraphProto) -> list:
