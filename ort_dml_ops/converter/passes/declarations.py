@@ -69,8 +69,14 @@ class RestoreDeclarationsPass(onnx_ir.passes.InPlacePass):
 def _forget_undeclared(graph: ir.Graph, keep: set[str]) -> None:
     for node in graph:
         for v in node.outputs:
-            if v.name not in keep and not v.is_graph_output():
+            if v.is_graph_output():
+                continue
+            if v.name not in keep:
                 v.type, v.shape = None, None
+            elif v.shape is not None and v.shape.frozen:
+                v.shape = ir.Shape(
+                    v.shape
+                )  # its own, as deserialization gives (shapes.py shares)
         for attr in node.attributes.values():
             if attr.type == ir.AttributeType.GRAPH:
                 _forget_undeclared(attr.as_graph(), keep)
