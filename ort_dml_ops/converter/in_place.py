@@ -1,29 +1,38 @@
 """`convert_model`: convert an `onnx_ir.Model` in place and return the report.
 
 The entry point for callers that already hold an onnx-ir model (onnxscript / Olive passes,
-`ort_dml_ops.passes.ConvertPass`): the same conversion as `ort_dml_ops.convert`, with its
-report; the model's graph, functions and opset imports are replaced by the converted ones.
+`ort_dml_ops.passes.ConvertPass`): the same passes as `ort_dml_ops.convert` (pipeline.py),
+run on the caller's model itself, with no ModelProto round trip of the model. Only what
+onnx's C API needs is serialized, without the weights (light.serialize_light): the checks
+`convert` makes on the input, and, after the passes, the checker's validation and the
+`inspect` report. Initializers held as external data stay external tensors (their bytes are
+never read).
 
-Today this goes through `pipeline.convert` on the serialized model (one `ir.serde` round
-trip each way); initializers held as external data stay external tensors (their bytes are
-never read) and keep their base folder. Issue 14 item 1 (one graph from load to save, the
-steps as onnx-ir passes) will let the passes run on `model` itself.
+A pass may refuse the model (UserError) after others changed it, so the passes run on a
+clone (`ir.Model.clone`: new nodes and values, the tensors shared, so its cost is the graph's
+structure, never the weights) whose graph and functions replace the caller's once the
+conversion succeeded and changed something.
 """
 
 from __future__ import annotations
 
+import onnx
 import onnx_ir as ir
 
-from .pipeline import ConvertReport, convert
-
-
-def _external_base_dir(model: ir.Model) -> str | None:
-    for graph in model.graphs():
-        for value in graph.initializers.values():
-            tensor = value.const_value
-            if isinstance(tensor, ir.ExternalTensor):
-                return str(tensor.base_dir)
-    return None
+from ..modelio import fix_ir_version
+from ..runnable import check_original
+from .light import serialize_light
+from .pipeline import (
+    ConvertReport,
+    changed,
+    check_request,
+    inspect_report,
+    make_report,
+    run_passes,
+    signature_of,
+    validate_converted,
+    value_info_names,
+)
 
 
 def convert_model(
@@ -39,26 +48,30 @@ def convert_model(
 
     Raises `UserError` (one line) where `convert` would; `model` is then left as it was.
     """
-    base_dir = _external_base_dir(model)
-    proto = ir.serde.serialize_model(model)
-    result = convert(
-        proto,
-        target,
-        strategy=strategy,
-        check_indices=check_indices,
-        validate=validate,
-        with_inspect=with_inspect,
+    strategy, target = check_request(strategy, target)
+    given = serialize_light(model)
+    check_original(given)
+    signature = signature_of(given.graph)
+    work = model.clone()
+    light = onnx.ModelProto()
+    light.CopyFrom(given)  # the first inference takes it (and changes it)
+    state = run_passes(
+        work, target, strategy, check_indices, value_info_names(given), light
     )
-    del proto
-    if (
-        not result.report.changed
-    ):  # nothing rewritten: the caller's model stays as it is
-        return result.report
-    converted = ir.serde.deserialize_model(result.model)
-    if base_dir:
-        ir.external_data.set_base_dir(converted.graph, base_dir)
-    model.graph = converted.graph
-    model.ir_version = converted.ir_version
+    report = make_report(state)
+    if not changed(state):  # nothing rewritten: the caller's model stays as it is
+        out = fix_ir_version(given)
+    else:
+        del given
+        out = fix_ir_version(serialize_light(work))
+    if validate:
+        validate_converted(out, state.folds.signature(signature))
+    if with_inspect:
+        report.inspect = inspect_report(out, target)
+    if not changed(state):
+        return report
+    model.graph = work.graph
+    model.ir_version = out.ir_version
     model.functions.clear()
-    model.functions.update(converted.functions)
-    return result.report
+    model.functions.update(work.functions)
+    return report

@@ -1,10 +1,17 @@
 """`convert`: rewrite a model so its CumSum, CumProd and scatter nodes run on the target EP.
 
-Data flows one way: load → bring the opset to one the target serves (rules/opset.py) →
-infer shapes → for every node of the three families in every graph (main graph, If/Loop/Scan
-bodies, model-local functions) decide native / lowered / cast / fallback (targets/ says what
-the EP runs natively) and apply the rule (these steps are onnx-ir passes, passes/) → validate (checker full_check, shape inference,
-graph I/O unchanged) → report, with the `inspect` report of the converted model embedded.
+One graph from load to save: the model is loaded (large initializers detached: never read,
+never copied), deserialized once into an onnx-ir model, and every step is an
+`onnx_ir.passes` pass on that one model (passes/, in order): bring the opset to one the
+target serves (rules/opset.py) → infer shapes → fold the If nodes the declared shapes decide
+(rules/fold_if.py) → refuse static errors → normalize → for every node of the three families
+in every graph (main graph, If/Loop/Scan bodies, model-local functions) decide native /
+lowered / cast / fallback (targets/ says what the EP runs natively) and apply the rule →
+check what the fallback receives → fix the domain import → restore the declarations (graph
+I/O as written, value_info as the input carried). Then it is serialized once, validated
+(checker full_check on the serialized model, graph I/O unchanged) and reported, with the
+`inspect` report of the converted model embedded. `in_place.convert_model` runs the same
+passes on a caller's onnx-ir model.
 
 Strategies: `native` leaves the nodes to the EP; `lower` rewrites every node a rule can
 rewrite (leaving it native, else routing it to the fallback, when no rule can); `fallback`
@@ -14,7 +21,6 @@ target EP has a kernel for it, else lowers it, else routes it to the fallback.
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import os
 from pathlib import Path
@@ -23,7 +29,6 @@ import onnx
 import onnx_ir as ir
 import onnx_ir.passes
 
-from .._domain import DOMAIN
 from ..errors import UserError
 from ..modelio import (
     attach_detached,
@@ -35,11 +40,9 @@ from ..modelio import (
     without_external_data,
 )
 from ..runnable import check_original
-from ._common import all_names, gc_paused, serde_reason
-from .passes import ConvertState, convert_passes
+from ._common import gc_paused, serde_reason
+from .passes import ConvertState, Declared, convert_passes
 from .report import ConvertReport, NodeReport
-from .rules import opset as opset_rule
-from .rules.fold_if import FoldResult, fold_static_ifs
 
 __all__ = [
     "INLINE_LIMIT",
@@ -87,11 +90,7 @@ def convert(
     (under 1 GiB) and `keep_external_data` is False; otherwise `result.model` keeps referring to
     the data beside the input and `result.external_data_dir` names that folder.
     """
-    if strategy not in STRATEGIES:
-        raise UserError(
-            f"unknown strategy {strategy!r}; choose one of: {', '.join(STRATEGIES)}"
-        )
-    target = _target_key(target)
+    strategy, target = check_request(strategy, target)
     base_dir = Path(model).parent if isinstance(model, (str, os.PathLike)) else None
     original = (
         load_model(model, load_external_data=False)
@@ -104,19 +103,7 @@ def convert(
     # shape inference or the checker) and put back at the end: modelio.detach_large_initializers
     proto, detached = detach_large_initializers(original)
     check_original(proto)
-    signature = _signature(proto.graph)
-
-    # 1. opset: bring 22–26 down to one the target serves (or refuse naming the node)
-    opset_info = opset_rule.plan(proto, target, strategy)
-    proto = opset_info.pop("model")
-
-    # 2. shapes (the project's domain ops read as their ONNX twins for inference only)
-    proto = _infer_shapes(proto)
-    # 2b. If nodes the declared shapes decide: the taken branch inlined (rules/fold_if.py)
-    folds = (
-        fold_static_ifs(proto, _infer_shapes) if strategy != "native" else FoldResult()
-    )
-    signature = folds.signature(signature)
+    signature = signature_of(proto.graph)
     try:
         model_ir = ir.serde.deserialize_model(proto)
     except Exception as exc:  # noqa: BLE001 - onnx_ir's SerdeError wraps the reason; one line for the user
@@ -124,19 +111,10 @@ def convert(
             f"the model cannot be read for conversion ({serde_reason(exc)})"
         ) from None
     _function_input_types(proto, model_ir)
-    # 3. the passes on the one onnx-ir model: refuse static errors, normalize, place and
-    # rewrite, check what the fallback receives, fix the domain import (passes/)
-    state = ConvertState(target, strategy, check_indices, names=all_names(model_ir))
-    try:
-        convert_passes(state)(model_ir)
-    except onnx_ir.passes.PassError as exc:
-        raise _pass_cause(exc) from None
-    reports, normalized = state.reports, folds.notes + state.normalized
-    if (
-        not any(r.action not in ("native", "cpu") or r.emitted for r in reports)
-        and not opset_info.get("changed")
-        and not normalized
-    ):
+    value_info = value_info_names(original)
+    state = run_passes(model_ir, target, strategy, check_indices, value_info, proto)
+    del proto
+    if not changed(state):
         out, _ = detach_large_initializers(
             original
         )  # nothing to do: the model as given (idempotency)
@@ -147,16 +125,16 @@ def convert(
             raise UserError(
                 f"the converted model cannot be written ({serde_reason(exc)})"
             ) from None
-        _keep_value_info(out, _value_info_names(original))
-        _restore_graph_io(out.graph, original.graph)
-        folds.restore_outputs(out.graph)
+        # onnx-ir writes value_info for every initializer; the input's is what is kept
+        _keep_value_info(out, value_info)
+        _restore_graph_io(out.graph, original.graph, state.folds.outputs)
+    del model_ir
     fix_ir_version(out)
     if validate:
-        _validate(out, signature)
-    report = ConvertReport(target, strategy, reports, opset_info, normalized=normalized)
+        validate_converted(out, state.folds.signature(signature))
+    report = make_report(state)
     if with_inspect:
-        report.inspect = _inspect(out, target)
-    del model_ir, proto
+        report.inspect = inspect_report(out, target)
     out = attach_detached(out, detached)
     if (
         base_dir is not None
@@ -168,6 +146,59 @@ def convert(
     if base_dir is not None and not external_data_bytes(out):
         base_dir = None
     return ConvertResult(out, report, base_dir)
+
+
+def check_request(strategy: str, target: str) -> tuple[str, str]:
+    """The strategy as given and the target's key, or a UserError naming the choices."""
+    if strategy not in STRATEGIES:
+        raise UserError(
+            f"unknown strategy {strategy!r}; choose one of: {', '.join(STRATEGIES)}"
+        )
+    return strategy, _target_key(target)
+
+
+def run_passes(
+    model: ir.Model,
+    target: str,
+    strategy: str,
+    check_indices: bool,
+    value_info: set[str],
+    light: onnx.ModelProto | None = None,
+) -> ConvertState:
+    """Convert `model` in place (passes/); `value_info`: the names the input declared;
+    `light`: `model` serialized without its weights when the caller has it (ConvertState.light;
+    it may be changed)."""
+    state = ConvertState(
+        target,
+        strategy,
+        check_indices,
+        declared=Declared.of(model, value_info),
+        light=light,
+    )
+    try:
+        convert_passes(state)(model)
+    except onnx_ir.passes.PassError as exc:
+        raise _pass_cause(exc) from None
+    return state
+
+
+def changed(state: ConvertState) -> bool:
+    """Did the passes change anything (else the model is returned as given: idempotency)?"""
+    return (
+        any(r.action not in ("native", "cpu") or r.emitted for r in state.reports)
+        or bool(state.opset.get("changed"))
+        or bool(state.folds.notes or state.normalized)
+    )
+
+
+def make_report(state: ConvertState) -> ConvertReport:
+    return ConvertReport(
+        state.target,
+        state.strategy,
+        state.reports,
+        state.opset,
+        normalized=state.folds.notes + state.normalized,
+    )
 
 
 def _target_key(target: str) -> str:
@@ -210,80 +241,25 @@ def _function_input_types(proto: onnx.ModelProto, model: ir.Model) -> None:
                 )
 
 
-_INFER_TWIN = {
-    "CumProd": "CumSum",
-    "CumSum": "CumSum",
-    "ScatterElements": "ScatterElements",
-}
-
-
-def _infer_shapes(proto: onnx.ModelProto) -> onnx.ModelProto:
-    """Shape inference that sees through the project's domain ops (read as their ONNX twins)."""
-    twin = onnx.ModelProto()
-    twin.CopyFrom(proto)
-
-    def swap(graph):
-        for n in graph.node:
-            if n.domain == DOMAIN and n.op_type in _INFER_TWIN:
-                n.domain, n.op_type = "", _INFER_TWIN[n.op_type]
-            for a in n.attribute:
-                if a.type == onnx.AttributeProto.GRAPH:
-                    swap(a.g)
-                for g in a.graphs:
-                    swap(g)
-
-    swap(twin.graph)
-    # External and detached initializers are seen as graph inputs of the same type
-    # (modelio.without_external_data): inference needs their shapes, not their bytes. Data
-    # propagation (which gives static shapes through Shape/Concat/Reshape chains) costs about
-    # 200 bytes per element of every long 1-D value it meets (4.6 GB for a 64M-element Add,
-    # measured with onnx 1.23), so it runs only when no 1-D value is longer than DATA_PROP_LIMIT.
-    light = without_external_data(twin)
-    try:
-        inferred = onnx.shape_inference.infer_shapes(light)
-    except Exception:  # noqa: BLE001 - inference that fails leaves the shapes as given
-        return proto
-    if not _has_long_vector(inferred):
-        with contextlib.suppress(Exception):  # if it fails, the plain inference stands
-            inferred = onnx.shape_inference.infer_shapes(light, data_prop=True)
-    for mine, theirs in zip(graphs(proto.graph), graphs(inferred.graph)):
-        del mine.value_info[:]
-        mine.value_info.extend(theirs.value_info)
-    return proto
-
-
-#: longest 1-D value (elements) shape inference still runs data propagation over
-DATA_PROP_LIMIT = 1 << 16
-
-
-def _has_long_vector(model: onnx.ModelProto) -> bool:
-    for g in graphs(model.graph):
-        for vi in list(g.input) + list(g.output) + list(g.value_info):
-            dims = (
-                vi.type.tensor_type.shape.dim if vi.type.HasField("tensor_type") else []
-            )
-            if len(dims) == 1 and dims[0].dim_value > DATA_PROP_LIMIT:
-                return True
-        if any(len(t.dims) == 1 and t.dims[0] > DATA_PROP_LIMIT for t in g.initializer):
-            return True
-    return False
-
-
-def _value_info_names(model: onnx.ModelProto) -> set[str]:
+def value_info_names(model: onnx.ModelProto) -> set[str]:
     return {vi.name for g in graphs(model.graph) for vi in g.value_info}
 
 
 def _keep_value_info(model: onnx.ModelProto, keep: set[str]) -> None:
-    """Drop the value_info our shape inference added: the output carries what the input did."""
+    """Keep only the value_info the input carried (onnx-ir writes one for each initializer;
+    RestoreDeclarationsPass already forgot the node outputs' inferred ones)."""
     for g in graphs(model.graph):
         kept = [vi for vi in g.value_info if vi.name in keep]
         del g.value_info[:]
         g.value_info.extend(kept)
 
 
-def _restore_graph_io(graph: onnx.GraphProto, original: onnx.GraphProto) -> None:
-    """The graph's inputs and outputs exactly as the user wrote them (shape inference may have
-    given an output dims of its own, e.g. `unk__0`, or concrete ones, which the IR keeps)."""
+def _restore_graph_io(
+    graph: onnx.GraphProto, original: onnx.GraphProto, repaired: dict
+) -> None:
+    """The graph's inputs and outputs byte for byte as the user wrote them (RestoreDeclarationsPass
+    restored them on the onnx-ir model; protobuf field presence, e.g. an empty doc_string
+    written out, does not survive onnx-ir); a repaired output (rules/fold_if.py) takes its new type."""
     for mine, theirs in (
         (graph.input, original.input),
         (graph.output, original.output),
@@ -291,9 +267,14 @@ def _restore_graph_io(graph: onnx.GraphProto, original: onnx.GraphProto) -> None
         if [v.name for v in mine] == [v.name for v in theirs]:
             del mine[:]
             mine.extend(theirs)
+    for (
+        vi
+    ) in graph.output:  # a repaired declaration: the computed shape, all else as given
+        if vi.name in repaired:
+            vi.type.CopyFrom(repaired[vi.name].type)
 
 
-def _signature(graph: onnx.GraphProto) -> list:
+def signature_of(graph: onnx.GraphProto) -> list:
     def sig(vs):
         return [(v.name, v.type.SerializeToString()) for v in vs]
 
@@ -308,8 +289,8 @@ def _pass_cause(exc: BaseException) -> BaseException:
     return exc
 
 
-def _validate(model: onnx.ModelProto, signature: list) -> None:
-    if _signature(model.graph) != signature:
+def validate_converted(model: onnx.ModelProto, signature: list) -> None:
+    if signature_of(model.graph) != signature:
         raise AssertionError(
             "internal error: conversion changed the graph inputs or outputs"
         )
@@ -322,7 +303,7 @@ def _validate(model: onnx.ModelProto, signature: list) -> None:
         ) from None
 
 
-def _inspect(model: onnx.ModelProto, target: str):
+def inspect_report(model: onnx.ModelProto, target: str):
     try:
         from ..inspection import inspect
     except ImportError:

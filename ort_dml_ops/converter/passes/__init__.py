@@ -1,11 +1,16 @@
-"""The steps of `convert` that work on the one onnx-ir model, as `onnx_ir.passes` passes
-(one per module), run in this order by `pipeline.convert`:
+"""The steps of `convert`, as `onnx_ir.passes` passes (one per module) on the one onnx-ir
+model, run in this order by `pipeline.run_passes`:
 
-1. `RefuseStaticErrorsPass` — refuse a family node whose error shows without running it;
-2. `DropAllowzeroPass` — DML's whole-graph normalization (report: `normalized`);
-3. `RewritePass` — place (the Target says which EP runs the node and why) and rewrite (rules/);
-4. `CheckFallbackTypesPass` — what the Python fallback receives it can run;
-5. `FixDomainImportPass` — the project's domain imported exactly where it is used.
+1. `OpsetPass` — bring ai.onnx 22–26 down to one the target serves (rules/opset.py);
+2. `InferShapesPass` — onnx's shape inference, the project's domain ops read as their twins;
+3. `FoldStaticIfsPass` — inline the If nodes the declared shapes decide (rules/fold_if.py);
+4. `CollectNamesPass` — the names in use (new names avoid them);
+5. `RefuseStaticErrorsPass` — refuse a family node whose error shows without running it;
+6. `DropAllowzeroPass` — DML's whole-graph normalization (report: `normalized`);
+7. `RewritePass` — place (the Target says which EP runs the node and why) and rewrite (rules/);
+8. `CheckFallbackTypesPass` — what the Python fallback receives it can run;
+9. `FixDomainImportPass` — the project's domain imported exactly where it is used;
+10. `RestoreDeclarationsPass` — graph I/O and value_info as the input declared them.
 """
 
 from __future__ import annotations
@@ -13,9 +18,14 @@ from __future__ import annotations
 import onnx_ir.passes
 
 from .allowzero import DropAllowzeroPass
+from .declarations import Declared, RestoreDeclarationsPass
 from .domain_import import FixDomainImportPass
 from .fallback_types import CheckFallbackTypesPass
+from .fold_if import FoldStaticIfsPass
+from .names import CollectNamesPass
+from .opset import OpsetPass
 from .rewrite import RewritePass
+from .shapes import InferShapesPass
 from .state import ConvertState
 from .static_errors import RefuseStaticErrorsPass
 
@@ -24,11 +34,16 @@ def convert_passes(state: ConvertState) -> onnx_ir.passes.PassManager:
     """The passes above for one conversion, each run once."""
     return onnx_ir.passes.PassManager(
         [
+            OpsetPass(state),
+            InferShapesPass(state),
+            FoldStaticIfsPass(state),
+            CollectNamesPass(state),
             RefuseStaticErrorsPass(),
             DropAllowzeroPass(state),
             RewritePass(state),
             CheckFallbackTypesPass(state),
             FixDomainImportPass(),
+            RestoreDeclarationsPass(state),
         ],
         steps=1,
     )
@@ -36,10 +51,16 @@ def convert_passes(state: ConvertState) -> onnx_ir.passes.PassManager:
 
 __all__ = [
     "CheckFallbackTypesPass",
+    "CollectNamesPass",
     "ConvertState",
+    "Declared",
     "DropAllowzeroPass",
     "FixDomainImportPass",
+    "FoldStaticIfsPass",
+    "InferShapesPass",
+    "OpsetPass",
     "RefuseStaticErrorsPass",
+    "RestoreDeclarationsPass",
     "RewritePass",
     "convert_passes",
 ]

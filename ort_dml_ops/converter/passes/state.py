@@ -3,8 +3,15 @@
 from __future__ import annotations
 
 import dataclasses
+from typing import TYPE_CHECKING, Any
+
+import onnx
 
 from ..report import NodeReport
+from ..rules.fold_if import FoldResult
+
+if TYPE_CHECKING:
+    from .declarations import Declared
 
 
 @dataclasses.dataclass
@@ -12,8 +19,19 @@ class ConvertState:
     target: str
     strategy: str
     check_indices: bool = True
+    #: what the input declares (graph I/O, value_info names): RestoreDeclarationsPass
+    declared: Declared | None = None
+    #: the model as it is now, serialized without its weights (light.serialize_light), when
+    #: the caller already has it (the loaded ModelProto): the first step that needs onnx's C
+    #: API takes it (and may change it) instead of serializing the model again; a step that
+    #: changes the model before drops it
+    light: onnx.ModelProto | None = None
     #: every node and value name in use in the model (the rules' new names avoid them)
     names: set[str] = dataclasses.field(default_factory=set)
+    #: the opset step's report part (rules/opset.py plan)
+    opset: dict[str, Any] = dataclasses.field(default_factory=dict)
+    #: the If folding's notes and repaired output declarations (rules/fold_if.py)
+    folds: FoldResult = dataclasses.field(default_factory=FoldResult)
     reports: list[NodeReport] = dataclasses.field(default_factory=list)
     #: whole-graph fixes made before the rules, one line each (report: `normalized`)
     normalized: list[str] = dataclasses.field(default_factory=list)

@@ -35,11 +35,14 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable
-from typing import ClassVar
+from typing import Any, ClassVar
 
 import numpy as np
 import onnx
-from onnx import numpy_helper
+import onnx_ir as ir
+
+from ...modelio import without_external_data
+from ..light import serialize_light
 
 
 @dataclasses.dataclass
@@ -50,7 +53,7 @@ class FoldResult:
     outputs: dict[str, onnx.ValueInfoProto] = dataclasses.field(default_factory=dict)
 
     def signature(self, signature: list) -> list:
-        """`signature` (conversion._signature: inputs, outputs) with the repaired outputs."""
+        """`signature` (pipeline._signature: inputs, outputs) with the repaired outputs."""
         ins, outs = signature
         return [
             ins,
@@ -65,77 +68,60 @@ class FoldResult:
             ],
         ]
 
-    def restore_outputs(self, graph: onnx.GraphProto) -> None:
+    def restore_outputs(self, graph: ir.Graph) -> None:
         """Put the repaired output declarations back after the graph's I/O were restored."""
-        for vi in graph.output:
-            if vi.name in self.outputs:
-                vi.CopyFrom(self.outputs[vi.name])
+        for value in graph.outputs:
+            vi = self.outputs.get(str(value.name))
+            if vi is not None:
+                value.shape = ir.serde.deserialize_type_proto_for_shape(vi.type)
+                value.type = ir.serde.deserialize_type_proto_for_type(vi.type)
 
 
-def fold_static_ifs(
-    proto: onnx.ModelProto, infer: Callable[[onnx.ModelProto], onnx.ModelProto]
-) -> FoldResult:
-    """Fold, in place, every main-graph If of `proto` whose condition is static.
+def fold_static_ifs(model: ir.Model, infer: Callable[[ir.Model], Any]) -> FoldResult:
+    """Fold, in place, every main-graph If of `model` whose condition is static.
 
-    `infer` refreshes `proto.graph.value_info` (conversion._infer_shapes); it is called after each
+    `infer` refreshes the values' shapes (passes/shapes.infer_shapes); it is called after each
     round of folds, since a folded If can decide the condition of the next (the second If of a
     TorchScript scatter reads the rank of the first one's output).
     """
     result = FoldResult()
     folded_outputs: dict[str, str] = {}  # If output name -> If node label
+    g = model.graph
     while True:
-        g = proto.graph
-        shapes = _shapes(g)
-        consts = _Constants(g, shapes)
-        done_this_round = False
-        for node in list(g.node):
-            if node.op_type != "If" or node.domain not in ("", "ai.onnx"):
+        consts = _Constants()
+        for node in list(g):
+            if node.op_type != "If" or node.domain != "" or not node.inputs:
                 continue
-            cond = consts.value(node.input[0])
+            cond = consts.value(node.inputs[0])
             if cond is None or cond.size != 1:
                 continue
             taken = bool(cond.reshape(-1)[0])
-            branch = _attr_graph(node, "then_branch" if taken else "else_branch")
+            branch = node.attributes["then_branch" if taken else "else_branch"]
             label = node.name or "If"
-            _inline(g, node, branch)
-            for out in node.output:
-                folded_outputs[out] = label
+            for out in node.outputs:
+                folded_outputs[str(out.name)] = label
+            _inline(g, node, branch.as_graph())
             result.notes.append(
                 f"{label}: If folded, its condition is {taken} by the declared shapes "
                 f"({'then' if taken else 'else'} branch inlined)"
             )
-            done_this_round = True
-            break  # indices moved; re-read the graph
-        if not done_this_round:
+            break  # the graph changed; read it again
+        else:
             break
-        _drop_value_info(proto.graph, _downstream(proto.graph, set(folded_outputs)))
-        _remove_dead(proto.graph)
-        infer(proto)
+        _forget_shapes(g, _downstream(g, set(folded_outputs)))
+        _remove_dead(g)
+        infer(model)
     if folded_outputs:
-        _repair_outputs(
-            proto, _downstream_labels(proto.graph, folded_outputs), infer, result
-        )
+        _repair_outputs(model, _downstream_labels(g, folded_outputs), infer, result)
     return result
 
 
 # --------------------------------------------------------------------------------------
-def _attr_graph(node: onnx.NodeProto, name: str) -> onnx.GraphProto:
-    return next(a.g for a in node.attribute if a.name == name)
-
-
-def _shapes(g: onnx.GraphProto) -> dict[str, list[int | None]]:
-    """Declared / inferred shapes of the main graph's values (None for a symbolic dim)."""
-    out: dict[str, list[int | None]] = {}
-    for vi in list(g.input) + list(g.value_info) + list(g.output):
-        tt = vi.type.tensor_type if vi.type.HasField("tensor_type") else None
-        if tt is None or not tt.HasField("shape"):
-            continue
-        out[vi.name] = [
-            d.dim_value if d.HasField("dim_value") else None for d in tt.shape.dim
-        ]
-    for t in g.initializer:
-        out[t.name] = list(t.dims)
-    return out
+def _static(v: ir.Value) -> list[int] | None:
+    """v's declared / inferred dims when all are known."""
+    if v.shape is None or not all(isinstance(d, int) for d in v.shape):
+        return None
+    return [d for d in v.shape if isinstance(d, int)]
 
 
 class _Constants:
@@ -152,56 +138,38 @@ class _Constants:
         "Xor": np.logical_xor,
     }
 
-    def __init__(self, g: onnx.GraphProto, shapes: dict):
-        self.shapes = shapes
-        self.init = {t.name: t for t in g.initializer}
-        self.producer = {o: n for n in g.node for o in n.output}
-        self.memo: dict[str, np.ndarray | None] = {}
+    def __init__(self) -> None:
+        self.memo: dict[ir.Value, np.ndarray | None] = {}
 
-    def value(self, name: str) -> np.ndarray | None:
-        if name not in self.memo:
-            self.memo[name] = self._value(name)
-        return self.memo[name]
-
-    def _static(self, name: str) -> list[int] | None:
-        dims = self.shapes.get(name)
-        return None if dims is None or any(d is None for d in dims) else dims
-
-    def _value(self, name: str) -> np.ndarray | None:
-        if name in self.init:
-            return numpy_helper.to_array(self.init[name])
-        node = self.producer.get(name)
-        if node is None or node.domain not in ("", "ai.onnx"):
+    def value(self, v: ir.Value | None) -> np.ndarray | None:
+        if v is None:
             return None
-        attrs = {a.name: onnx.helper.get_attribute_value(a) for a in node.attribute}
+        if v not in self.memo:
+            self.memo[v] = self._value(v)
+        return self.memo[v]
+
+    def _value(self, v: ir.Value) -> np.ndarray | None:
+        if v.is_initializer():
+            tensor = v.const_value
+            if tensor is None or isinstance(tensor, ir.ExternalTensor):
+                return None  # its bytes are not read (a weight, not a condition)
+            return tensor.numpy()
+        node = v.producer()
+        if node is None or node.domain != "":
+            return None
         op = node.op_type
         if op == "Constant":
-            if "value" in attrs:
-                return numpy_helper.to_array(attrs["value"])
-            for key, dtype in (
-                ("value_int", np.int64),
-                ("value_float", np.float32),
-                ("value_ints", np.int64),
-                ("value_floats", np.float32),
-            ):
-                if key in attrs:
-                    return np.array(attrs[key], dtype=dtype)
-            return None
-        if op == "Shape":
-            dims = self._static(node.input[0])
+            return _constant(node)
+        if op in ("Shape", "Size"):
+            dims = _static(node.inputs[0]) if node.inputs[0] is not None else None
             if dims is None:
                 return None
-            return np.array(dims, dtype=np.int64)[
-                attrs.get("start", 0) : attrs.get("end", len(dims))
-            ]
-        if op == "Size":
-            dims = self._static(node.input[0])
-            return (
-                None
-                if dims is None
-                else np.array(int(np.prod(dims, dtype=np.int64)), dtype=np.int64)
-            )
-        found = [self.value(x) for x in node.input]
+            if op == "Size":
+                return np.array(int(np.prod(dims, dtype=np.int64)), dtype=np.int64)
+            start = node.attributes.get_int("start", 0)
+            end = node.attributes.get_int("end", len(dims))
+            return np.array(dims, dtype=np.int64)[start:end]
+        found = [self.value(x) for x in node.inputs]
         args = [a for a in found if a is not None]
         if len(args) != len(found):
             return None
@@ -214,130 +182,131 @@ class _Constants:
         return None
 
 
-def _inline(g: onnx.GraphProto, node: onnx.NodeProto, branch: onnx.GraphProto) -> None:
-    """Replace `node` (an If) by `branch`'s nodes; the branch's outputs become the If's outputs."""
-    rename = {}
-    produced = {o for n in branch.node for o in n.output}
-    extra = []
-    for b_out, if_out in zip(branch.output, node.output):
-        if b_out.name in produced and b_out.name not in rename:
-            rename[b_out.name] = if_out
+def _constant(node: ir.Node) -> np.ndarray | None:
+    attrs = node.attributes
+    if "value" in attrs:
+        return attrs["value"].as_tensor().numpy()
+    for key, dtype in (
+        ("value_int", np.int64),
+        ("value_float", np.float32),
+        ("value_ints", np.int64),
+        ("value_floats", np.float32),
+    ):
+        if key in attrs:
+            return np.array(attrs[key].value, dtype=dtype)
+    return None
+
+
+def _inline(g: ir.Graph, node: ir.Node, branch: ir.Graph) -> None:
+    """Replace `node` (an If) by `branch`'s nodes; the branch's outputs become the If's outputs.
+
+    The inlined values lose the types and shapes the branch declared (they are inferred again
+    in the main graph): the dead branch's declarations are what misled the exporter."""
+    nodes = list(branch)
+    produced = {v for n in nodes for v in n.outputs}
+    for n in nodes:
+        for v in n.outputs:
+            v.type, v.shape = None, None
+    for init_name in list(branch.initializers):
+        g.register_initializer(branch.initializers.pop(init_name))
+    branch_outputs = list(branch.outputs)
+    branch.outputs.clear()
+    branch.remove(nodes)
+    g.insert_before(node, nodes)
+    taken: set[ir.Value] = set()
+    for b_out, if_out in zip(branch_outputs, list(node.outputs)):
+        name = if_out.name
+        if b_out in produced and b_out not in taken:
+            taken.add(b_out)
+            new = b_out
         else:  # an outer value or a repeated output: an Identity keeps the If's output name
-            extra.append(
-                onnx.helper.make_node(
-                    "Identity", [b_out.name], [if_out], name=f"{node.name}/{if_out}"
-                )
+            identity = ir.Node(
+                "", "Identity", [b_out], name=f"{node.name}/{name}", num_outputs=1
             )
-    nodes = []
-    for n in branch.node:
-        m = onnx.NodeProto()
-        m.CopyFrom(n)
-        _rename_refs(m, rename)
-        nodes.append(m)
-    for ex in extra:
-        ex.input[0] = rename.get(ex.input[0], ex.input[0])
-    g.initializer.extend(branch.initializer)
-    g.sparse_initializer.extend(branch.sparse_initializer)
-    at = list(g.node).index(node)
-    kept = list(g.node)
-    del g.node[:]
-    g.node.extend(kept[:at] + nodes + extra + kept[at + 1 :])
+            g.insert_before(node, identity)
+            new = identity.outputs[0]
+        if if_out.is_graph_output():  # the graph output keeps its declaration
+            new.type, new.shape = if_out.type, if_out.shape
+        ir.convenience.replace_all_uses_with(if_out, new, replace_graph_outputs=True)
+        if_out.name = None
+        new.name = name
+    g.remove(node, safe=True)
 
 
-def _rename_refs(node: onnx.NodeProto, rename: dict[str, str]) -> None:
-    for k, x in enumerate(node.input):
-        node.input[k] = rename.get(x, x)
-    for k, x in enumerate(node.output):
-        node.output[k] = rename.get(x, x)
-    # nested graphs may read a renamed value from the outer scope
-    for a in node.attribute:
-        for sub in [a.g] if a.type == onnx.AttributeProto.GRAPH else list(a.graphs):
-            for n in sub.node:
-                _rename_refs(n, rename)
-
-
-def _downstream(g: onnx.GraphProto, names: set[str]) -> set[str]:
+def _downstream(g: ir.Graph, names: set[str]) -> set[str]:
     """`names` and every main-graph value computed from them (their inferred shapes are stale)."""
     out = set(names)
-    for n in g.node:  # graph order is topological
-        if any(x in out for x in n.input):
-            out.update(n.output)
+    for n in g:  # graph order is topological
+        if any(x is not None and x.name in out for x in n.inputs):
+            out.update(str(o.name) for o in n.outputs)
     return out
 
 
-def _downstream_labels(g: onnx.GraphProto, folded: dict[str, str]) -> dict[str, str]:
+def _downstream_labels(g: ir.Graph, folded: dict[str, str]) -> dict[str, str]:
     """{value: the folded If it is computed from} for the folded outputs and what reads them."""
     out = dict(folded)
-    for n in g.node:
-        label = next((out[x] for x in n.input if x in out), None)
+    for n in g:
+        label = next(
+            (out[str(x.name)] for x in n.inputs if x is not None and x.name in out),
+            None,
+        )
         if label is not None:
-            for o in n.output:
-                out.setdefault(o, label)  # an If's own output keeps its name
+            for o in n.outputs:
+                out.setdefault(str(o.name), label)  # an If's own output keeps its name
     return out
 
 
-def _drop_value_info(g: onnx.GraphProto, names: set[str]) -> None:
-    kept = [vi for vi in g.value_info if vi.name not in names]
-    del g.value_info[:]
-    g.value_info.extend(kept)
+def _forget_shapes(g: ir.Graph, names: set[str]) -> None:
+    """Drop the inferred type and shape of the main graph's values in `names` (a graph output
+    keeps its declaration)."""
+    for n in g:
+        for v in n.outputs:
+            if v.name in names and not v.is_graph_output():
+                v.type, v.shape = None, None
 
 
-def _used_names(g: onnx.GraphProto) -> set[str]:
-    used = {o.name for o in g.output}
-    for n in g.node:
-        used.update(n.input)
-        for a in n.attribute:
-            for sub in [a.g] if a.type == onnx.AttributeProto.GRAPH else list(a.graphs):
-                used |= _used_names(sub)
-    return used
-
-
-def _remove_dead(g: onnx.GraphProto) -> None:
+def _remove_dead(g: ir.Graph) -> None:
     """Remove nodes nothing reads (the folded conditions' Shape/Size/Equal chains)."""
-    while True:
-        used = _used_names(g)
-        dead = [
-            n for n in g.node if n.output and not any(o in used for o in n.output if o)
-        ]
-        if not dead:
-            return
-        kept = [n for n in g.node if n not in dead]
-        del g.node[:]
-        g.node.extend(kept)
+    for n in reversed(list(g)):
+        if n.outputs and not any(o.uses() or o.is_graph_output() for o in n.outputs):
+            g.remove(n, safe=True)
 
 
 def _repair_outputs(
-    proto: onnx.ModelProto, folded: dict[str, str], infer, result: FoldResult
+    model: ir.Model, folded: dict[str, str], infer, result: FoldResult
 ) -> None:
     """Replace the declaration of a graph output computed from a folded If where it contradicts
     the shape computed through the taken branch."""
-    probe = onnx.ModelProto()
-    probe.CopyFrom(proto)
+    probe = without_external_data(serialize_light(model))
+    declared = {}
     for vi in probe.graph.output:
         if vi.name in folded and vi.type.HasField("tensor_type"):
+            declared[vi.name] = onnx.ValueInfoProto()
+            declared[vi.name].CopyFrom(vi)
             vi.type.tensor_type.ClearField("shape")
-    inferred_graph = onnx.shape_inference.infer_shapes(probe).graph
-    inferred = {vi.name: vi for vi in inferred_graph.output}
-    for vi in proto.graph.output:
-        new = inferred.get(vi.name)
-        if vi.name not in folded or new is None or not vi.type.HasField("tensor_type"):
+    inferred = {
+        vi.name: vi for vi in onnx.shape_inference.infer_shapes(probe).graph.output
+    }
+    for value in model.graph.outputs:
+        old, new = declared.get(str(value.name)), inferred.get(str(value.name))
+        if old is None or new is None:
             continue
-        old_tt, new_tt = vi.type.tensor_type, new.type.tensor_type
+        old_tt, new_tt = old.type.tensor_type, new.type.tensor_type
         if not old_tt.HasField("shape") or not new_tt.HasField("shape"):
             continue
         if not _contradicts(old_tt.shape, new_tt.shape):
             continue
         fixed = onnx.ValueInfoProto()
-        fixed.CopyFrom(vi)
+        fixed.CopyFrom(old)
         fixed.type.tensor_type.shape.CopyFrom(new_tt.shape)
-        vi.CopyFrom(fixed)
-        result.outputs[vi.name] = fixed
+        value.shape = ir.serde.deserialize_type_proto_for_shape(fixed.type)
+        result.outputs[str(value.name)] = fixed
         result.notes.append(
-            f"graph output {vi.name!r}: declared {_show(old_tt.shape)} by the exporter, "
-            f"but it is {_show(new_tt.shape)} through {folded[vi.name]}'s taken branch; "
+            f"graph output {value.name!r}: declared {_show(old_tt.shape)} by the exporter, "
+            f"but it is {_show(new_tt.shape)} through {folded[str(value.name)]}'s taken branch; "
             "the declaration is replaced by the computed shape"
         )
-    infer(proto)
+    infer(model)
 
 
 def _contradicts(a: onnx.TensorShapeProto, b: onnx.TensorShapeProto) -> bool:

@@ -17,10 +17,12 @@ from __future__ import annotations
 from typing import Any
 
 import onnx
+import onnx_ir as ir
 from onnx import defs
 
 from ..._domain import DOMAIN, DOMAIN_VERSION
 from ...modelio import without_external_data
+from ..light import serialize_light
 
 #: newest ai.onnx opset whose kernels the DML EP registers
 DML_MAX_OPSET = 21
@@ -103,18 +105,18 @@ def _nodes(graph: onnx.GraphProto):
                 yield from _nodes(g)
 
 
-def plan(model: onnx.ModelProto, target: str, strategy: str) -> dict:
-    """Bring the model to opset 21 for the DML target when needed; returns the report part."""
-    src = next(
-        (o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), 0
-    )
-    info: dict[str, Any] = {
-        "from": src,
-        "to": src,
-        "changed": False,
-        "reason": "",
-        "model": model,
-    }
+def plan(
+    model: ir.Model, target: str, strategy: str, light: onnx.ModelProto | None = None
+) -> dict:
+    """Bring `model` to opset 21 in place for the DML target when needed; returns the report part.
+
+    The nodes are checked on a serialized copy without the weights (light.serialize_light;
+    only element types are inferred: no data propagation, memory: docs/robustness.md); the
+    change itself (opset imports, CumProd-26 -> DOMAIN::CumProd) is made on `model`.
+    `light`: that copy when the caller already has it (it is only read).
+    """
+    src = model.opset_imports.get("", model.opset_imports.get("ai.onnx", 0))
+    info: dict[str, Any] = {"from": src, "to": src, "changed": False, "reason": ""}
     if target != "dml" or src <= DML_MAX_OPSET:
         return info
     if strategy == "native":
@@ -127,11 +129,11 @@ def plan(model: onnx.ModelProto, target: str, strategy: str) -> dict:
             )
         )
         return info
-    try:  # only element types are read below: no weights, no data propagation (memory: docs/robustness.md)
-        inferred = onnx.shape_inference.infer_shapes(without_external_data(model))
+    light = without_external_data(light or serialize_light(model))
+    try:
+        inferred = onnx.shape_inference.infer_shapes(light)
     except Exception:  # noqa: BLE001 - inference that fails: the types as written
-        inferred = model
-    graphs = [inferred.graph] + []
+        inferred = light
     types = {}
     for g, _ in _nodes(inferred.graph):
         types.update(_type_strs(g))
@@ -148,7 +150,7 @@ def plan(model: onnx.ModelProto, target: str, strategy: str) -> dict:
             blockers.append(
                 f"node {node.name or node.op_type!r} ({node.op_type}): {why}"
             )
-    for f in model.functions:
+    for f in light.functions:
         fsrc = next(
             (o.version for o in f.opset_import if o.domain in ("", "ai.onnx")), src
         )
@@ -159,7 +161,7 @@ def plan(model: onnx.ModelProto, target: str, strategy: str) -> dict:
                     blockers.append(
                         f"function {f.name} node {node.name or node.op_type!r}: {why}"
                     )
-    del graphs
+    del light, inferred
     if blockers:
         info["reason"] = (
             f"kept opset {src}: cannot move to {DML_MAX_OPSET} exactly: "
@@ -169,33 +171,8 @@ def plan(model: onnx.ModelProto, target: str, strategy: str) -> dict:
             info["reason"] += f"; and {len(blockers) - 5} more"
         info["blockers"] = blockers
         return info
-    out = onnx.ModelProto()
-    out.CopyFrom(model)
-
-    def rewrite(graph):
-        for _, node in _nodes(graph):
-            if node.domain in ("", "ai.onnx") and node.op_type == "CumProd":
-                node.domain = DOMAIN
-
-    rewrite(out.graph)
-    for f in out.functions:
-        for node in f.node:
-            if node.domain in ("", "ai.onnx") and node.op_type == "CumProd":
-                node.domain = DOMAIN
-        for o in f.opset_import:
-            if o.domain in ("", "ai.onnx") and o.version > DML_MAX_OPSET:
-                o.version = DML_MAX_OPSET
-        if (cumprods or any(n.domain == DOMAIN for n in f.node)) and not any(
-            o.domain == DOMAIN for o in f.opset_import
-        ):
-            f.opset_import.add(domain=DOMAIN, version=DOMAIN_VERSION)
-    for o in out.opset_import:
-        if o.domain in ("", "ai.onnx"):
-            o.version = DML_MAX_OPSET
-    if cumprods and not any(o.domain == DOMAIN for o in out.opset_import):
-        out.opset_import.add(domain=DOMAIN, version=DOMAIN_VERSION)
+    _move_to_max(model, cumprods)
     info.update(
-        model=out,
         to=DML_MAX_OPSET,
         changed=True,
         reason=f"opset {src} -> {DML_MAX_OPSET}: every node checked against its opset-{DML_MAX_OPSET} schema"
@@ -206,3 +183,28 @@ def plan(model: onnx.ModelProto, target: str, strategy: str) -> dict:
         ),
     )
     return info
+
+
+def _lower_imports(imports: dict[str, int]) -> None:
+    for domain in ("", "ai.onnx"):
+        if imports.get(domain, 0) > DML_MAX_OPSET:
+            imports[domain] = DML_MAX_OPSET
+
+
+def _move_to_max(model: ir.Model, cumprods: int) -> None:
+    """Import ai.onnx 21 everywhere; ONNX CumProd nodes become DOMAIN::CumProd."""
+    for node in ir.traversal.RecursiveGraphIterator(model.graph):
+        if node.domain == "" and node.op_type == "CumProd":
+            node.domain = DOMAIN
+    for f in model.functions.values():
+        for node in f:
+            if node.domain == "" and node.op_type == "CumProd":
+                node.domain = DOMAIN
+        _lower_imports(f.opset_imports)
+        if cumprods or any(n.domain == DOMAIN for n in f):
+            f.opset_imports.setdefault(DOMAIN, DOMAIN_VERSION)
+    for domain in ("", "ai.onnx"):
+        if domain in model.opset_imports:
+            model.opset_imports[domain] = DML_MAX_OPSET
+    if cumprods:
+        model.opset_imports.setdefault(DOMAIN, DOMAIN_VERSION)
