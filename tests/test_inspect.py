@@ -510,7 +510,7 @@ def test_bad_input_one_line_errors(tmp_path, bad):
 
 def test_inspect_leaves_the_garbage_collector_as_it_found_it():
     """inspect pauses Python's cyclic collector while it places (a speed choice, see
-    inspection._collector_paused); the caller's setting is back afterwards, on or off."""
+    ort_dml_ops.collector); the caller's setting is back afterwards, on or off."""
     import gc
 
     from ort_dml_ops.bench.models import chain_model

@@ -3,8 +3,6 @@ collector paused."""
 
 from __future__ import annotations
 
-import contextlib
-import gc
 from collections.abc import Iterator
 from typing import Any
 
@@ -67,22 +65,3 @@ def known_dims(v: ir.Value | None) -> list | None:
     if v is None or v.shape is None:
         return None
     return [d if isinstance(d, int) else None for d in v.shape]
-
-
-@contextlib.contextmanager
-def gc_paused():
-    """Python's cyclic garbage collector off while the block (or the decorated function) runs,
-    restored after.
-
-    An onnx-ir graph is a web of cycles (node <-> value), so every full collection walks the
-    whole model; while `convert` grows a 10k-node model to 50k nodes the collector ran ~1,800
-    times and took a third of the run (measured: 6.4 s -> 4.2 s). Convert itself makes little
-    cyclic garbage (the few thousand objects those collections freed), which the collector
-    takes once it runs again."""
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was_enabled:
-            gc.enable()

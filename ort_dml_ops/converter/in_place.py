@@ -19,6 +19,7 @@ from __future__ import annotations
 import onnx
 import onnx_ir as ir
 
+from .. import collector
 from ..modelio import fix_ir_version
 from ..runnable import check_original
 from .light import serialize_light
@@ -35,6 +36,7 @@ from .pipeline import (
 )
 
 
+@collector.paused()  # as convert: the collector walked the growing graph
 def convert_model(
     model: ir.Model,
     target: str = "dml",

@@ -29,6 +29,7 @@ import onnx
 import onnx_ir as ir
 import onnx_ir.passes
 
+from .. import collector
 from ..errors import UserError
 from ..modelio import (
     attach_detached,
@@ -40,7 +41,7 @@ from ..modelio import (
     without_external_data,
 )
 from ..runnable import check_original
-from ._common import gc_paused, serde_reason
+from ._common import serde_reason
 from .passes import ConvertState, Declared, convert_passes
 from .report import ConvertReport, NodeReport
 
@@ -72,7 +73,7 @@ class ConvertResult:
 
 
 # --------------------------------------------------------------------------------------
-@gc_paused()  # _common.gc_paused: a third of a 10k-node convert was the cyclic collector
+@collector.paused()  # a third of a 10k-node convert was the cyclic collector
 def convert(
     model: onnx.ModelProto | str | os.PathLike | bytes,
     target: str = "dml",
