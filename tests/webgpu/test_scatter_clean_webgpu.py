@@ -21,7 +21,7 @@ from .conftest import placement, webgpu_session
 
 pytestmark = pytest.mark.webgpu
 
-#: the guard: min / max of the int64 indices, compared on the CPU (scatter._in_range, host=True)
+#: the guard: min / max of the int64 indices, compared on the CPU (scatter_guard.in_range, host=True)
 GUARD_OPS = {"ReduceMin", "ReduceMax", "Less", "Equal", "Or", "Where"}
 
 

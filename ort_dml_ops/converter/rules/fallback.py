@@ -50,7 +50,7 @@ def route_to_fallback(node: ir.Node, ctx: RewriteContext) -> Rewrite | None:
 
 def _scatter_nd_via_elements(node: ir.Node, ctx: RewriteContext) -> Rewrite | None:
     from . import sizes
-    from .scatter import _positions_nd
+    from .scatter import positions_nd
 
     data, indices, updates = (list(node.inputs) + [None] * 3)[:3]
     if (
@@ -69,7 +69,7 @@ def _scatter_nd_via_elements(node: ir.Node, ctx: RewriteContext) -> Rewrite | No
         if indices.dtype != ir.DataType.INT64
         else indices
     )
-    pos, _, _ = _positions_nd(
+    pos, _, _ = positions_nd(
         e, idx, sizes.dims(e, indices), sizes.dims(e, data), check=False
     )
     reduction = node.attributes.get("reduction")

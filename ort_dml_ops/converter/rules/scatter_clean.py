@@ -17,7 +17,7 @@ This variant is built from kernels the plugin has, for float32 / float16 data:
    one row of K = 1e6 keys would take ~210 global-memory steps. ScatterND sorts all K keys;
 3. run flags from the float keys (Pad and Slice of float32, Equal), the blocked segmented scan
    of `segscan.py` over float keys (so its own shifts slice float32 only), and for float max /
-   min the sequential rule of `scatter._max_min_sequential` with `x != x` for IsNaN;
+   min the sequential rule of `scatter_write.max_min_sequential` with `x != x` for IsNaN;
 4. write: one ScatterElements (reduction none, a kernel the plugin has) of each run's last
    result into the data padded by one dummy element; every other sorted update writes to that
    dummy (position M), which is sliced off. Only run ends land inside the data, so no two
@@ -99,7 +99,7 @@ def scatter_clean(
     """Scatter K values at int32 positions into the M-element 1-D `flat` (see the module
     docstring). `row`: `pos` and `vals` are [rows, row] (from `rows_of`), sorted row by row;
     None: 1-D, sorted whole."""
-    from .scatter import _FLOATS, REDUCE_OPS, _identity, _max_min_sequential
+    from .scatter_write import FLOATS, REDUCE_OPS, identity_of, max_min_sequential
 
     keys = e.cast(pos, ir.DataType.FLOAT)  # exact: positions < M ≤ 2^24
     if row is None:
@@ -124,13 +124,13 @@ def scatter_clean(
     bound = sizes.upper_bound(K, MAX_FLOAT_KEY)
     if red == "none":
         result = svals
-    elif red in ("max", "min") and dt in _FLOATS:
-        result = _max_min_sequential(
+    elif red in ("max", "min") and dt in FLOATS:
+        result = max_min_sequential(
             e, flat, spos, svals, not_first, K, red, dt, block, keys_float=True
         )
     else:
         op = REDUCE_OPS[red]
-        identity = e.const(_identity(red, dt))
+        identity = e.const(identity_of(red, dt))
         scanned = segmented_scan(
             e,
             sk,

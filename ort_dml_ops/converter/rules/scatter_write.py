@@ -1,0 +1,292 @@
+"""The lowered scatter's core (scatter.py): fold each run of equal positions and write the
+results into the data — steps 2 and 3 of scatter.py's docstring — plus the reduction's identity
+and ORT's sequential float max / min rule.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import onnx_ir as ir
+
+from . import sizes
+from ._base import Emitter
+from .scatter_guard import MAX_SLOTS
+from .segscan import (
+    BLOCK,
+    fold_step,
+    keep_step,
+    segmented_scan,
+    shift,
+)
+from .sizes import Size
+
+REDUCE_OPS = {"add": "Add", "mul": "Mul", "max": "Max", "min": "Min"}
+FLOATS = (
+    ir.DataType.FLOAT,
+    ir.DataType.DOUBLE,
+    ir.DataType.FLOAT16,
+    ir.DataType.BFLOAT16,
+)
+
+
+def identity_of(red: str, dt: ir.DataType) -> np.ndarray:
+    np_dt = dt.numpy()
+    if red == "add":
+        v = -0.0 if dt in FLOATS else 0  # x + (-0.0) == x bit for bit, -0.0 included
+    elif red == "mul":
+        v = 1
+    elif dt in FLOATS:
+        v = -np.inf if red == "max" else np.inf
+    else:
+        info = np.iinfo(np_dt)
+        v = info.min if red == "max" else info.max
+    return np.asarray([v], dtype=np_dt)
+
+
+def choose(e: Emitter, a: ir.Value, b: ir.Value, take_b: ir.Value, n: Size) -> ir.Value:
+    """Where(take_b, b, a) for 1-D a, b of n elements, copying bits: ONNX Runtime's CPU float
+    Where turns a selected −0.0 in its true branch into +0.0 (measured, 1.31), a gather copies
+    bits. One GatherElements from the [n, 2] pairs (a, b) at column Cast(take_b): four passes
+    (the pairs are two), where a Gather from [a; b] at Where(take_b, n + i, i) took five."""
+    pairs = e.op("Concat", e.reshape(a, [-1, 1]), e.reshape(b, [-1, 1]), axis=1)
+    column = e.reshape(e.cast(take_b, ir.DataType.INT32), [-1, 1])
+    return e.reshape(e.op("GatherElements", pairs, column, axis=1), [-1])
+
+
+def max_min_sequential(
+    e: Emitter,
+    flat: ir.Value,
+    spos: ir.Value,
+    svals: ir.Value,
+    not_first: ir.Value,
+    K: Size,
+    red: str,
+    dt: ir.DataType,
+    block: int,
+    keys_float: bool = False,
+) -> ir.Value:
+    """Per sorted update k: ONNX Runtime's sequential max/min of the data item and the updates
+    of k's run up to k (exact at each run's last element, which is all the caller reads).
+
+    The CPU kernel (onnxruntime/core/providers/cpu/tensor/scatter.cc, `Max`/`Min` functors)
+    keeps the current value only if it compares strictly greater (max) / smaller (min) than the
+    update, else takes the update: a NaN is replaced by the next item, ties go to the later item
+    (the sign of a zero survives). That fold is not associative, but it is once every NaN ends
+    a segment: the value after a NaN starts afresh, as if nothing came before. So:
+
+    * the data item is folded into the first update of its run (one strict compare, a
+      bit-copying pick), so the run is K items, not 2K;
+    * segment ids: a global prefix count (CumSum, int32, exact) of "first of its run, a NaN,
+      or right after a NaN" — equal ids are exactly the items one sequential fold chains, and
+      a NaN is a segment of its own (so a run whose last update is NaN gives that NaN);
+    * one segmented scan with the sequential step over those ids (associative without NaN:
+      the last of the items equal to the max / min).
+
+    `keys_float` (the WebGPU-clean variant, `scatter_clean.py`): the ids are counted in float32
+    (exact: K < 2^24) and the segment starts come from `x == x` and And — the plugin has no int32
+    Slice, IsNaN or Or, and no bool Pad or Split for the scan's run flags.
+    """
+    compare = "Greater" if red == "max" else "Less"
+    neutral = e.const(
+        np.asarray([-np.inf if red == "max" else np.inf], dtype=dt.numpy())
+    )
+    d = e.op("Gather", flat, spos, axis=0)
+    take_data = e.op("And", e.op("Not", not_first), e.op(compare, d, svals))
+    items = choose(e, svals, d, take_data, K)
+    # the values shifted by one (a 0 shifted in), not the bool flags shifted: the DML EP's graph
+    # fusion refuses Or(…, Slice(Pad(bool))) at session creation ("Invalid parameter",
+    # DmlGraphFusionHelper.cpp; the lane, zoo segment_max / scatter_reduce_amax)
+    zero = e.const(np.zeros(1, dtype=dt.numpy()))
+    if keys_float:
+        before = shift(e, svals, 1, K, zero)
+        # continues = not first, not NaN, not after a NaN (x == x is "not NaN"): two Equals,
+        # two Ands and one Not, where IsNaN and Or have no kernel
+        ordered = e.op(
+            "And", e.op("Equal", svals, svals), e.op("Equal", before, before)
+        )
+        starts = e.op("Not", e.op("And", not_first, ordered))
+    else:
+        isnan = e.op("IsNaN", svals)
+        after_nan = e.op("IsNaN", shift(e, svals, 1, K, zero))
+        starts = e.op("Or", e.op("Or", e.op("Not", not_first), isnan), after_nan)
+    count_type = ir.DataType.FLOAT if keys_float else ir.DataType.INT32
+    seg = prefix_count(e, e.cast(starts, count_type), K, count_type)
+    bound = sizes.upper_bound(K, MAX_SLOTS)
+    return segmented_scan(
+        e,
+        seg,
+        items,
+        K,
+        bound,
+        keep_step(compare),
+        neutral,
+        block=block,
+        cont=e.op("Not", starts) if bound > block and not keys_float else None,
+        key_dtype=np.float32 if keys_float else np.int32,
+    )
+
+
+def prefix_count(
+    e: Emitter, flags: ir.Value, n: Size, dtype: ir.DataType = ir.DataType.INT32
+) -> ir.Value:
+    """Inclusive prefix sum of a 1-D int32 tensor of n elements (exact: n < 2^31), or of a float32
+    one (exact: n < 2^24).
+
+    ONNX's CumSum, except where the target's own CumSum is known to be slow for this length
+    (``cost_facts["cumsum_native_max_axis"]``: WebGPU's kernel reads the whole prefix for every
+    element, onnxruntime/core/providers/webgpu/math/cumsum.cc); there, when n is static, the
+    blocked Add scan of cumprod.py, no wider than the target binds."""
+    from ...targets import get_target
+    from .cumprod import scan_static
+
+    target = get_target(e.ctx.target)
+    limit = target.cost_facts.get("cumsum_native_max_axis")
+    if limit is not None and isinstance(n, int) and n > limit:
+        return scan_static(
+            e,
+            flags,
+            [n],
+            0,
+            "Add",
+            False,
+            False,
+            dtype,
+            max_width=e.ctx.options.get("max_io_width"),
+        )
+    return e.op("CumSum", flags, e.i32(0))
+
+
+def scatter_flat(
+    e: Emitter,
+    flat: ir.Value,
+    pos: ir.Value,
+    vals: ir.Value,
+    K: Size,
+    M: Size,
+    red: str,
+    dt: ir.DataType,
+    block: int = BLOCK,
+    row: int | None = None,
+) -> ir.Value:
+    """Scatter K values at flat positions into the M-element 1-D `flat`.
+
+    `row`: the positions come in rows of this length whose ranges are disjoint and increasing
+    (a ScatterElements along the last axis: each row of indices writes one row of the data, rows
+    in row-major order), so sorting each row sorts them all — a TopK along the rows instead of
+    over all K (measured on ORT's CPU EP at [1000, 1000]: 58 ms instead of 70 single-threaded,
+    and the rows are spread over the intra-op threads)."""
+    fold = None  # (op, identity, run folds): the data is combined at the write
+    if red == "none":
+        target = pos
+        result = vals
+    else:
+        # sort the int32 positions themselves (exact: M + K < 2^31 is checked), no float Cast.
+        # TopK keeps equal keys in index order (ONNX spec), so each run lists its updates in order.
+        if row is None:
+            spos, perm = e.op(
+                "TopK", pos, sizes.tensor(e, K), outputs=2, largest=0, sorted=1, axis=0
+            )
+            svals = e.op("Gather", vals, perm, axis=0)
+        else:
+            rows_pos, perm = e.op(
+                "TopK",
+                e.reshape(pos, [-1, row]),
+                e.i64([row]),
+                outputs=2,
+                largest=0,
+                sorted=1,
+                axis=1,
+            )
+            spos = e.reshape(rows_pos, [-1])
+            svals = e.reshape(
+                e.op("GatherElements", e.reshape(vals, [-1, row]), perm, axis=1), [-1]
+            )
+        # same[i]: element i + 1 continues element i's run (K − 1 flags, from two views of spos)
+        same = e.op(
+            "Equal",
+            e.op("Slice", spos, e.i64([1]), e.i64([2**62]), e.i64([0])),
+            e.op("Slice", spos, e.i64([0]), e.i64([-1]), e.i64([0])),
+        )
+        no = e.const(np.zeros(1, dtype=bool))
+        is_last = e.op("Not", e.op("Concat", same, no, axis=0))
+        op = REDUCE_OPS[red]
+        sequential = red in ("max", "min") and dt in FLOATS
+        not_first = None
+        if (
+            sequential or sizes.upper_bound(K, MAX_SLOTS) > block
+        ):  # else the scan never reads it
+            # (no dead node: the DML EP's graph fusion fails on an unused bool Concat, lane-tested)
+            not_first = e.op("Concat", no, same, axis=0)
+            if not isinstance(
+                K, int
+            ):  # K = 0 at run time: one flag too many (same has 0, not −1)
+                not_first = e.op(
+                    "Slice", not_first, e.i64([0]), sizes.tensor(e, K), e.i64([0])
+                )
+        if sequential:
+            assert not_first is not None  # made above for every sequential fold
+            result = max_min_sequential(
+                e, flat, spos, svals, not_first, K, red, dt, block
+            )
+        else:
+            identity = e.const(identity_of(red, dt))
+            scanned = segmented_scan(
+                e,
+                spos,
+                svals,
+                K,
+                sizes.upper_bound(K, MAX_SLOTS),
+                fold_step(op, dt in FLOATS),
+                identity,
+                block=block,
+                cont=not_first,
+            )
+            fold = (op, identity, scanned)
+        target = e.op("Where", is_last, spos, sizes.on_device(e, M, np.int32))
+    n_slots = K
+    if not isinstance(K, int):
+        # K may be 0 at run time, and MaxUnpool refuses an empty input: one more slot, aimed at
+        # the dummy position M like every other slot that is not a run's last
+        target = e.op(
+            "Pad", target, e.i64([0, 1]), sizes.scalar(e, M, np.int32), mode="constant"
+        )
+        n_slots = sizes.add(e, K, 1)
+    slots = e.reshape(sizes.iota(e, n_slots, np.float32, start=1), [1, 1, -1])
+    L = sizes.maximum(
+        e, sizes.add(e, M, 1), n_slots
+    )  # MaxUnpool's output may not be shorter than its input
+    # MaxUnpool's indices are int64 (its only index type): the one widening Cast of the rule
+    target = e.cast(target, ir.DataType.INT64)
+    unpooled = e.op(
+        "MaxUnpool",
+        slots,
+        e.reshape(target, [1, 1, -1]),
+        sizes.concat(e, [1, 1, L]),
+        kernel_shape=[1],
+        strides=[1],
+    )
+    A = e.op(
+        "Slice", e.reshape(unpooled, [-1]), e.i64([0]), sizes.tensor(e, M), e.i64([0])
+    )
+    if fold is not None:
+        # add, mul and integer max/min: data op (its run's fold, or the op's identity where no
+        # update lands — x op identity == x bit for bit), one Gather at the slot number itself
+        op, identity, scanned = fold
+        contrib = e.op(
+            "Gather",
+            e.op("Concat", identity, scanned, axis=0),
+            e.cast(A, ir.DataType.INT32),
+            axis=0,
+        )
+        return e.op(op, flat, contrib)
+    mark = e.op("Greater", A, e.const(np.float32(0)))
+    # int32 indices (K < 2^24): a float -> int32 Cast, never a 64-bit one. The write is a Gather
+    # from [data; results] (no float Where: it would turn -0.0 into +0.0); slot A ≥ 1 is
+    # result A − 1, at M + A − 1.
+    src = e.op(
+        "Add",
+        e.cast(A, ir.DataType.INT32),
+        sizes.on_device(e, sizes.sub(e, M, 1), np.int32),
+    )
+    idx = e.op("Where", mark, src, sizes.iota(e, M, np.int32))
+    return e.op("Gather", e.op("Concat", flat, result, axis=0), idx, axis=0)
