@@ -192,3 +192,18 @@ def test_bench_symbolic_lengths_refuses_nonsense(capsys):
         main(["bench", "--symbolic-lengths", "1,x"])
     assert exc.value.code == 2
     assert "axis lengths" in capsys.readouterr().err
+
+
+def test_convert_floor_reports_both_floors_per_strategy():
+    """`bench`'s convert-cost part: for each strategy, convert and its two floors (issue 14's, and
+    an onnx-ir converter's) each ran as a child that succeeded, and the table shows both ratios."""
+    from ort_dml_ops.bench.convert_floor import run_convert_floor, table_lines
+
+    r = run_convert_floor(n_nodes=40, reps=1)
+    for strategy in ("auto", "native"):
+        for key in (strategy, f"floor_{strategy}", f"ir_floor_{strategy}"):
+            assert r["s"][key] > 0
+        assert r[f"{strategy}/floor"] > 0 and r[f"{strategy}/ir_floor"] > 0
+    assert r["nodes_out"]["native"] == 40 < r["nodes_out"]["auto"]
+    text = "\n".join(table_lines(r, None))
+    assert "floor" in text and "onnx-ir converter's floor" in text
