@@ -158,6 +158,12 @@ def _models():
             "scatter_none_op18_6x8", [6, 8], [6, 5], "none", 18, unique=True
         ),
         _scatternd_max("scatternd_max_op18", [5, 3], np.array([1, 3, 1])),
+        # static float max/min as users run them (ORT_ENABLE_ALL folds the write's constant Range;
+        # with ORT_DISABLE_ALL the lane's process dies: docs/dml-lane.md); K = 3 and 40 per row
+        _scatter_elements("scatter_max_op18", [5, 7], [5, 3], "max", 18, unique=False),
+        _scatter_elements(
+            "scatter_min_op16_k40", [6, 8], [6, 40], "min", 16, unique=False
+        ),
         # Wine 8 lane: float32 Mul of [40, 1, 1] columns (a multiple of 4 elements, vec4 shader)
         _cumprod("cumprod_blocked_4x40", [4, 40], {"exclusive": 1}, 1),
         _cumsum_f64("cumsum_f64_cast", [3, 7]),  # Wine 8 lane: no 64-bit Cast compiled
