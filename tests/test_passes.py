@@ -159,3 +159,22 @@ def test_apply_cumsum_cast_float64():
 def test_rewrite_rules_unknown_target():
     with pytest.raises(UserError, match="unknown target"):
         rewrite_rules(target="tpu")
+
+
+def test_convert_pass_reports_a_native_rewrite_as_modified():
+    """cumprod-onnx26 keeps the node `native` but replaces DOMAIN::CumProd by ONNX CumProd-26:
+    the pass says the model changed (it said not, while the graph had changed)."""
+    from ort_dml_ops.converter.rules.cumprod_native import cpu_has_cumprod
+
+    if not cpu_has_cumprod():
+        pytest.skip("this onnxruntime has no CPU CumProd kernel")
+    from tests.converter.rules.test_cumprod_native import _domain_cumprod
+
+    model = ir.serde.deserialize_model(_domain_cumprod(np.float32, [3, 4], 1, 26))
+    assert [(n.domain, n.op_type) for n in model.graph] == [(DOMAIN, "CumProd")]
+    result = ConvertPass(target="cpu").call(model)
+    assert [(n.domain, n.op_type) for n in model.graph] == [("", "CumProd")]
+    assert result.modified
+    x_val = np.arange(1, 13, dtype=np.float32).reshape(3, 4)
+    (got,) = _run(ir.serde.serialize_model(model), {"x": x_val})
+    np.testing.assert_allclose(got, np.cumprod(x_val, axis=1), rtol=1e-6)

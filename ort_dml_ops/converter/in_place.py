@@ -25,7 +25,6 @@ from ..runnable import check_original
 from .light import serialize_light
 from .pipeline import (
     ConvertReport,
-    changed,
     check_request,
     inspect_report,
     make_report,
@@ -61,7 +60,7 @@ def convert_model(
         work, target, strategy, check_indices, value_info_names(given), light
     )
     report = make_report(state)
-    if not changed(state):  # nothing rewritten: the caller's model stays as it is
+    if not report.changed:  # nothing rewritten: the caller's model stays as it is
         out = fix_ir_version(given)
     else:
         del given
@@ -70,7 +69,7 @@ def convert_model(
         validate_converted(out, state.folds.signature(signature))
     if with_inspect:
         report.inspect = inspect_report(out, target)
-    if not changed(state):
+    if not report.changed:
         return report
     model.graph = work.graph
     model.ir_version = out.ir_version

@@ -115,10 +115,9 @@ def convert(
     value_info = value_info_names(original)
     state = run_passes(model_ir, target, strategy, check_indices, value_info, proto)
     del proto
-    if not changed(state):
-        out, _ = detach_large_initializers(
-            original
-        )  # nothing to do: the model as given (idempotency)
+    report = make_report(state)
+    if not report.changed:  # nothing to do: the model as given (idempotency)
+        out, _ = detach_large_initializers(original)
     else:
         try:
             out = ir.serde.serialize_model(model_ir)
@@ -133,7 +132,6 @@ def convert(
     fix_ir_version(out)
     if validate:
         validate_converted(out, state.folds.signature(signature))
-    report = make_report(state)
     if with_inspect:
         report.inspect = inspect_report(out, target)
     out = attach_detached(out, detached)
@@ -181,15 +179,6 @@ def run_passes(
     except onnx_ir.passes.PassError as exc:
         raise _pass_cause(exc) from None
     return state
-
-
-def changed(state: ConvertState) -> bool:
-    """Did the passes change anything (else the model is returned as given: idempotency)?"""
-    return (
-        any(r.action not in ("native", "cpu") or r.emitted for r in state.reports)
-        or bool(state.opset.get("changed"))
-        or bool(state.folds.notes or state.normalized)
-    )
 
 
 def make_report(state: ConvertState) -> ConvertReport:
@@ -268,9 +257,8 @@ def _restore_graph_io(
         if [v.name for v in mine] == [v.name for v in theirs]:
             del mine[:]
             mine.extend(theirs)
-    for (
-        vi
-    ) in graph.output:  # a repaired declaration: the computed shape, all else as given
+    # a repaired declaration: the computed shape, all else as given
+    for vi in graph.output:
         if vi.name in repaired:
             vi.type.CopyFrom(repaired[vi.name].type)
 

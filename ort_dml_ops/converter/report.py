@@ -23,6 +23,12 @@ class NodeReport:
     #: per option (native / lowered / cpu): passes, copies, bytes_moved (rules/cost.py)
     cost: dict = dataclasses.field(default_factory=dict)
 
+    @property
+    def rewritten(self) -> bool:
+        """Was the node replaced? A node kept `native` may still have been (cumprod-onnx26:
+        DOMAIN::CumProd -> ONNX CumProd), hence `emitted`."""
+        return self.action not in ("native", "cpu") or bool(self.emitted)
+
     def to_dict(self) -> dict:
         # written out, not dataclasses.asdict (its recursion and deepcopy were 0.5 s of a
         # 10k-node convert); the nested lists and dicts are copies, as asdict made them
@@ -53,9 +59,10 @@ class ConvertReport:
 
     @property
     def changed(self) -> bool:
+        """Did the conversion change the model (a node rewritten, a whole-graph fix, the opset)?"""
         return (
             bool(self.normalized)
-            or any(n.action not in ("native", "cpu") for n in self.nodes)
+            or any(n.rewritten for n in self.nodes)
             or self.opset.get("from") != self.opset.get("to")
         )
 

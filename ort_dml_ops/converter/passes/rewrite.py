@@ -64,9 +64,7 @@ class RewritePass(onnx_ir.passes.InPlacePass):
                     raise UserError(
                         f"{node_label(node)}: cannot convert it ({serde_reason(exc)})"
                     ) from None
-        modified = any(
-            r.action not in ("native", "cpu") or r.emitted for r in s.reports
-        )
+        modified = any(r.rewritten for r in s.reports)
         return onnx_ir.passes.PassResult(model, modified=modified)
 
 
