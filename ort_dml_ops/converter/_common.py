@@ -1,5 +1,4 @@
-"""What the converter's steps share: the graph walk, the model's names, one-line errors, the
-collector paused."""
+"""What the converter's steps share: the graph walk, the model's names, one-line errors."""
 
 from __future__ import annotations
 

@@ -67,19 +67,14 @@ class RestoreDeclarationsPass(onnx_ir.passes.InPlacePass):
 
 
 def _forget_undeclared(graph: ir.Graph, keep: set[str]) -> None:
-    for node in graph:
+    """Node outputs of `graph` and its If/Loop/Scan bodies lose the type and shape inference
+    gave them unless the input declared them; a kept one gets its own Shape back (shapes.py
+    shares one frozen Shape per type; deserialization gives each value its own)."""
+    for node in ir.traversal.RecursiveGraphIterator(graph):
         for v in node.outputs:
             if v.is_graph_output():
                 continue
             if v.name not in keep:
                 v.type, v.shape = None, None
             elif v.shape is not None and v.shape.frozen:
-                v.shape = ir.Shape(
-                    v.shape
-                )  # its own, as deserialization gives (shapes.py shares)
-        for attr in node.attributes.values():
-            if attr.type == ir.AttributeType.GRAPH:
-                _forget_undeclared(attr.as_graph(), keep)
-            elif attr.type == ir.AttributeType.GRAPHS:
-                for sub in attr.as_graphs():
-                    _forget_undeclared(sub, keep)
+                v.shape = ir.Shape(v.shape)

@@ -79,9 +79,8 @@ def _merge_value_info(graph: ir.Graph, graph_proto: onnx.GraphProto) -> None:
     if not graph_proto.value_info:
         return
     produced = {v.name: v for node in graph for v in node.outputs if v.name}
-    read: dict[
-        bytes, tuple
-    ] = {}  # one frozen Shape and one type per distinct TypeProto
+    # one frozen Shape and one type per distinct TypeProto
+    read: dict[bytes, tuple] = {}
     for vi in graph_proto.value_info:
         value = produced.get(vi.name)
         if value is None or value.is_graph_output():
