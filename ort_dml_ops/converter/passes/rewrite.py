@@ -80,7 +80,6 @@ class _Memo:
 
     def __init__(self, opsets: tuple):
         self.opsets = opsets
-        self.decisions: dict = {}
         self.plans: dict = {}
         self.consts: dict = {}  # value -> signature of its constant content
 
@@ -110,7 +109,7 @@ def _plan(node: ir.Node, ctx: RewriteContext, strategy: str, memo: _Memo) -> _Pl
     )
     plan = memo.plans.get(key) if key is not None else None
     if plan is None:
-        native, native_why = _native(node, ctx, memo)
+        native, native_why = _native(node, ctx)
         refused, passing = [], None
         for rule in RULES:
             if not (rule.match(node) and rule.applies_to(ctx.target)):
@@ -187,7 +186,7 @@ def _convert_node(
     if (
         ctx.target == "webgpu"
         and node.domain != DOMAIN
-        and _decision(node, ctx, memo).provider == "CPUExecutionProvider"
+        and _decision(node, ctx).provider == "CPUExecutionProvider"
     ):
         # The CPU EP's own kernel beats the Python fallback (both on the CPU); what the WebGPU EP
         # leaves to the CPU (int64 / float64 data) takes its neighbours of that type along.
@@ -202,7 +201,7 @@ def _convert_node(
     # ONNX Runtime's own C++ kernel on the CPU beats the Python fallback, and leaving the node
     # untouched keeps the model loadable in plain onnxruntime: the fallback is for nodes no
     # execution provider of the session can run (e.g. float16 scatter add/mul on the CPU EP).
-    on_cpu, cpu_why = _native(node, dataclasses.replace(ctx, target="cpu"), memo)
+    on_cpu, cpu_why = _native(node, dataclasses.replace(ctx, target="cpu"))
     if on_cpu:
         rep.action = "cpu"
         rep.reason = (
@@ -295,21 +294,9 @@ def _replace(graph, node: ir.Node, rw) -> None:
         graph.remove(n, safe=True)
 
 
-def _decision(node: ir.Node, ctx: RewriteContext, memo: _Memo | None = None):
-    """The capability model's Decision for `node` on the target (targets/target.py); once per
-    `signature.placement_key` when a memo is given."""
-    if memo is None:
-        return _explain(node, ctx)
-    key = signature.placement_key(node, ctx.target, memo.opsets, ctx.opset)
-    if key is None:
-        return _explain(node, ctx)
-    decision = memo.decisions.get(key)
-    if decision is None:
-        decision = memo.decisions[key] = _explain(node, ctx)
-    return decision
-
-
-def _explain(node: ir.Node, ctx: RewriteContext):
+def _decision(node: ir.Node, ctx: RewriteContext):
+    """The capability model's Decision for `node` on the target (targets/target.py; the
+    Target remembers it per signature)."""
     from ...targets import get_target
 
     proto = ir.serde.serialize_node(node)
@@ -322,9 +309,7 @@ def _explain(node: ir.Node, ctx: RewriteContext):
     )
 
 
-def _native(
-    node: ir.Node, ctx: RewriteContext, memo: _Memo | None = None
-) -> tuple[bool, str]:
+def _native(node: ir.Node, ctx: RewriteContext) -> tuple[bool, str]:
     """Does the target EP itself run this node (the capability model in targets/)?"""
     if node.domain == DOMAIN:
         return False, f"{DOMAIN}::{node.op_type} is a Python fallback op (CPU)"
@@ -332,7 +317,7 @@ def _native(
         from ...targets import get_target
 
         t = get_target(ctx.target)
-        d = _decision(node, ctx, memo)
+        d = _decision(node, ctx)
         provider = getattr(d, "provider", None)
         reason = getattr(d, "reason", "") or ""
         on_target = getattr(d, "on_target", provider == t.provider)

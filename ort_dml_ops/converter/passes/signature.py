@@ -3,14 +3,13 @@ placement, rule checks and costs, so the rewrite pass works each out once per ke
 
 A model repeats a few kinds of node many times (a 10k-node chain holds 4,286 CumSum / scatter
 nodes of four kinds); asking `Target.explain`, every rule's `check` and the cost model per node
-was most of what `convert --strategy native` cost. The keys hold everything those read:
-
-* `placement_key` — `Target.explain` reads the node's proto (domain, op type, attributes, which
-  inputs are given) and the element types of its named inputs and outputs (targets/target.py);
-* `node_key` — the rules' `check` and `rules/cost.py` also read shapes (static dims and the rank;
-  symbolic dims kept by name), whether a value has a type, and the content of constant inputs
-  (an axis). A constant input over `SMALL_CONST` elements makes the node unkeyed (None): it is
-  then decided on its own, never hashed.
+was most of what `convert --strategy native` cost. `node_key` holds everything those read:
+what `Target.explain` reads (the node's domain, op type, attributes, which inputs are given,
+the element types of its inputs and outputs: targets/target.py, which also remembers its own
+decisions per signature), and what the rules' `check` and `rules/cost.py` read besides —
+shapes (static dims and the rank; symbolic dims kept by name), whether a value has a type, and
+the content of constant inputs (an axis). A constant input over `SMALL_CONST` elements makes the
+node unkeyed (None): it is then decided on its own, never hashed.
 
 Graph attributes (a custom op's body) also make a node unkeyed.
 """
@@ -38,23 +37,6 @@ _LIST_ATTRS = (
 
 class _Unkeyed(Exception):
     """The node holds something the keys do not capture."""
-
-
-def placement_key(node: ir.Node, target: str, opsets: tuple, opset: int):
-    """Key of what `Target.explain` decides for `node`, or None."""
-    try:
-        return (
-            target,
-            opsets,
-            opset,
-            node.domain,
-            node.op_type,
-            _attrs(node),
-            tuple(_typed(v) for v in node.inputs),
-            tuple(_typed(v) for v in node.outputs),
-        )
-    except _Unkeyed:
-        return None
 
 
 def node_key(
