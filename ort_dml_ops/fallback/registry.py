@@ -28,17 +28,14 @@ from . import kernels, types
 from .types import KERNEL_DOMAIN, kernel_name
 
 D = PyCustomOpDef
-#: numpy dtype name -> extensions type code, for the types the library can carry (types.py).
-SCAN_TYPES = {
+#: numpy dtype name -> extensions type code
+_TYPE_CODE = {
     "float32": D.dt_float,
     "float64": D.dt_double,
     "int32": D.dt_int32,
     "int64": D.dt_int64,
     "uint32": D.dt_uint32,
     "uint64": D.dt_uint64,
-}
-SCATTER_TYPES = {
-    **SCAN_TYPES,
     "int8": D.dt_int8,
     "int16": D.dt_int16,
     "uint8": D.dt_uint8,
@@ -46,8 +43,9 @@ SCATTER_TYPES = {
     "bool": D.dt_bool,
     "string": D.dt_string,
 }
-assert tuple(SCAN_TYPES) == types.SCAN_TYPES
-assert tuple(SCATTER_TYPES) == types.SCATTER_TYPES
+#: the types each kernel family takes (types.py, which convert reads without this import)
+SCAN_TYPES = {t: _TYPE_CODE[t] for t in types.SCAN_TYPES}
+SCATTER_TYPES = {t: _TYPE_CODE[t] for t in types.SCATTER_TYPES}
 
 _SCAN_ATTRS = {
     "exclusive": D.dt_int64,
