@@ -15,10 +15,9 @@ from dataclasses import dataclass, field, replace
 
 import onnx
 
-from . import collector
-from ._domain import DOMAIN
+from . import collector, fallback
 from .errors import UserError
-from .modelio import check_defined_inputs, load_model
+from .modelio import check_defined_inputs, graphs, load_model
 from .placement.pipeline import NodeReport
 from .targets import get_target, opsets_of, type_string
 
@@ -184,14 +183,11 @@ def _inspect(model, target: str, optimized: bool) -> InspectReport:
     )
     tgt = get_target(target)
     original = {}
-    kernel_domain = ""
-    fallback = _fallback_if_used(proto)
-    if fallback is not None:
+    if fallback.uses_fallback(proto):
         # The only way to run such a model is ort_dml_ops.InferenceSession, which hands ORT this
         # rewrite (per-dtype fallback kernels, float16 carried as float32 through added Casts).
         original = {n.name: n for n in _main_nodes(proto) if n.name}
         proto = fallback.prepare(proto)
-        kernel_domain = fallback.KERNEL_DOMAIN
     opsets = opsets_of(proto)
     work = _inline_and_name(proto)
     types, shapes = _value_types(work)
@@ -200,7 +196,7 @@ def _inspect(model, target: str, optimized: bool) -> InspectReport:
     ):  # a fallback kernel's output has its data input's type (one kernel per dtype)
         for n in work.graph.node:
             if (
-                n.domain == kernel_domain
+                n.domain == fallback.KERNEL_DOMAIN
                 and n.input
                 and n.output
                 and n.output[0] not in types
@@ -212,7 +208,7 @@ def _inspect(model, target: str, optimized: bool) -> InspectReport:
         report.nodes = list(result.nodes)
     for r in result.nodes if original else ():
         op, domain, reason, added = r.op_type, r.domain, r.reason, r.added_by
-        if r.domain == kernel_domain and r.name in original:
+        if r.domain == fallback.KERNEL_DOMAIN and r.name in original:
             op, domain = original[r.name].op_type, original[r.name].domain
             reason = (
                 "custom op: runs on the CPU EP as the project's Python fallback kernel"
@@ -227,31 +223,6 @@ def _inspect(model, target: str, optimized: bool) -> InspectReport:
     return report
 
 
-def _fallback_if_used(proto: onnx.ModelProto):
-    """``ort_dml_ops.fallback`` when `proto` has a node it rewrites, else None.
-
-    Imported only then: it loads onnxruntime-extensions, whose imports were most of a fresh
-    ``ort-dml-ops inspect`` process (docs/performance.md)."""
-    if not _has_domain_node(proto.graph):
-        return None
-    from . import fallback
-
-    return fallback if fallback.uses_fallback(proto) else None
-
-
-def _has_domain_node(graph) -> bool:
-    """A node of the project's domain in `graph` or its subgraphs (what uses_fallback looks for)."""
-    for node in graph.node:
-        if node.domain == DOMAIN:
-            return True
-        for a in node.attribute:
-            if a.type == _GRAPH and _has_domain_node(a.g):
-                return True
-            if a.type == _GRAPHS and any(_has_domain_node(g) for g in a.graphs):
-                return True
-    return False
-
-
 def _main_nodes(proto):
     return list(proto.graph.node)
 
@@ -262,7 +233,7 @@ def _main_nodes(proto):
 def _inline_and_name(proto: onnx.ModelProto) -> onnx.ModelProto:
     """`proto` with model-local functions inlined and every node named (a copy when that
     changes anything; `proto` itself, never modified later, when it has neither)."""
-    if not proto.functions and _all_named(proto.graph):
+    if not proto.functions and all(n.name for g in graphs(proto.graph) for n in g.node):
         return proto
     funcs = {(f.domain, f.name): f for f in proto.functions}
     work = onnx.ModelProto()
@@ -270,19 +241,6 @@ def _inline_and_name(proto: onnx.ModelProto) -> onnx.ModelProto:
     del work.functions[:]
     _prepare_graph(work.graph, "", funcs)
     return work
-
-
-def _all_named(graph) -> bool:
-    """Every node of `graph` and its subgraphs has a name (then naming changes nothing)."""
-    for node in graph.node:
-        if not node.name:
-            return False
-        for a in node.attribute:
-            if a.type == _GRAPH and not _all_named(a.g):
-                return False
-            if a.type == _GRAPHS and not all(_all_named(g) for g in a.graphs):
-                return False
-    return True
 
 
 def _prepare_graph(graph, prefix: str, funcs: dict) -> None:

@@ -525,3 +525,44 @@ def test_inspect_leaves_the_garbage_collector_as_it_found_it():
         assert not gc.isenabled()
     finally:
         gc.enable()
+
+
+def test_inspect_models_the_fallback_rewrite_of_a_domain_op_inside_a_function():
+    """A DOMAIN op held in a model-local function still gets the fallback rewrite that
+    ort_dml_ops.InferenceSession hands ORT (fallback.prepare rewrites function bodies too): the
+    node ORT places is the per-dtype kernel, on the CPU EP."""
+    import numpy as np
+    from onnx import TensorProto, helper, numpy_helper
+
+    from ort_dml_ops import DOMAIN
+    from ort_dml_ops.fallback import KERNEL_DOMAIN
+
+    fn = helper.make_function(
+        "local",
+        "f",
+        ["x", "ax"],
+        ["y"],
+        [helper.make_node("CumProd", ["x", "ax"], ["y"], domain=DOMAIN)],
+        [helper.make_opsetid("", 17), helper.make_opsetid(DOMAIN, 1)],
+    )
+    g = helper.make_graph(
+        [helper.make_node("f", ["x", "ax"], ["y"], domain="local", name="call")],
+        "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 3])],
+        [numpy_helper.from_array(np.array(1, np.int64), "ax")],
+    )
+    model = helper.make_model(
+        g,
+        opset_imports=[
+            helper.make_opsetid("", 17),
+            helper.make_opsetid(DOMAIN, 1),
+            helper.make_opsetid("local", 1),
+        ],
+        functions=[fn],
+        ir_version=10,
+    )
+    nodes = inspect(model, "dml").to_dict()["nodes"]
+    assert [(n["op_type"], n["domain"], n["provider"]) for n in nodes] == [
+        ("CumProd_float32", KERNEL_DOMAIN, "CPUExecutionProvider")
+    ]
