@@ -143,8 +143,7 @@ class Target:
         get = (value_types or {}).get
 
         def value_type(name):
-            t = get(name)
-            return t if t is None or t.__class__ is str else type_string(t)
+            return _type_text(get(name))
 
         key = _signature(node, opsets, get)
         if key is not None:
@@ -370,9 +369,14 @@ def _argument_types(names, get) -> tuple:
         if not x:
             out.append(_ABSENT)
             continue
-        t = get(x)
-        out.append(t if t is None or t.__class__ is str else type_string(t))
+        out.append(_type_text(get(x)))
     return tuple(out)
+
+
+def _type_text(t):
+    """A value type as the caller gave it ('tensor(float)', TypeProto or elem-type int) as a
+    type string (None: unknown); a string is taken as it is (the common case, no call)."""
+    return t if t is None or t.__class__ is str else type_string(t)
 
 
 def _short(provider: str) -> str:
