@@ -23,6 +23,7 @@ not put the two on one scale, and `auto` decides only where one option is no wor
 from __future__ import annotations
 
 import dataclasses
+import math
 
 import numpy as np
 import onnx_ir as ir
@@ -121,7 +122,7 @@ def node_costs(
         lowered_passes = _lowered_passes(node, family)
         if lowered_passes is not None:
             copies, note = 0, "measured at 1e6 elements"
-            if family == "scatter" and target == "webgpu" and _clean(node):
+            if family == "scatter" and _clean(node, target):
                 lowered_passes = WEBGPU_CLEAN_SCATTER_PASSES[_reduction(node)] + (
                     lowered_passes - SCATTER_PASSES[_reduction(node)]
                 )  # (+ the symbolic extra, where the shapes are symbolic)
@@ -232,20 +233,20 @@ def _lowered_passes(node: ir.Node, family: str | None) -> float | None:
     return passes + (0.0 if static else SCATTER_SYMBOLIC_EXTRA)
 
 
-def _clean(node: ir.Node) -> bool:
-    """Does the scatter rule take its WebGPU-clean variant (float / float16 data of at most 2^24
-    elements where the size is static: scatter_clean.applies)?"""
-    from .scatter_clean import MAX_FLOAT_KEY
+def _clean(node: ir.Node, target: str) -> bool:
+    """Does the scatter rule take its WebGPU-clean variant for `node` (scatter_clean.applies)?"""
+    from .scatter_clean import applies
 
     data = node.inputs[0] if node.inputs else None
-    if data is None or data.dtype not in (ir.DataType.FLOAT, ir.DataType.FLOAT16):
+    if data is None:
         return False
-    shape = static_shape(data)
-    return (
-        shape is None
-        or None in shape
-        or int(np.prod([int(d) for d in shape if d is not None])) <= MAX_FLOAT_KEY
+    dims = static_shape(data)
+    numel = (
+        None
+        if dims is None or None in dims
+        else math.prod(d for d in dims if d is not None)
     )
+    return applies(target, data.dtype, numel)
 
 
 def _reduction(node: ir.Node) -> str:

@@ -46,9 +46,10 @@ MAX_FLOAT_KEY = 2**24
 _DATA_TYPES = (ir.DataType.FLOAT, ir.DataType.FLOAT16)
 
 
-def applies(target: str, dtype: ir.DataType, M: Size) -> bool:
+def applies(target: str, dtype: ir.DataType | None, M: Size | None) -> bool:
     """Does the clean variant replace the DML-shaped graph? (A static M above 2^24 keeps the
-    old graph, whose int32 keys are exact to 2^31.)"""
+    old graph, whose int32 keys are exact to 2^31.) `M`: the data's element count, a run-time
+    value or None where it is not static."""
     return (
         target in CLEAN_TARGETS
         and dtype in _DATA_TYPES
