@@ -16,7 +16,6 @@ from .segscan import (
     fold_step,
     keep_step,
     segmented_scan,
-    shift,
 )
 from .sizes import Size
 
@@ -71,20 +70,23 @@ def max_min_sequential(
     The CPU kernel (onnxruntime/core/providers/cpu/tensor/scatter.cc, `Max`/`Min` functors)
     keeps the current value only if it compares strictly greater (max) / smaller (min) than the
     update, else takes the update: a NaN is replaced by the next item, ties go to the later item
-    (the sign of a zero survives). That fold is not associative, but it is once every NaN ends
-    a segment: the value after a NaN starts afresh, as if nothing came before. So:
+    (the sign of a zero survives). That fold is not associative — (a ⊕ NaN) ⊕ b is b, a ⊕ (NaN ⊕
+    b) is a ⊕ b — but it is wherever a NaN can only be the first item of what is folded: a NaN
+    followed by b gives b either way, as if nothing came before the NaN. So:
 
     * the data item is folded into the first update of its run (one strict compare, a
       bit-copying pick), so the run is K items, not 2K;
-    * segment ids: a global prefix count (CumSum, int32, exact) of "first of its run, a NaN,
-      or right after a NaN" — equal ids are exactly the items one sequential fold chains, and
-      a NaN is a segment of its own (so a run whose last update is NaN gives that NaN);
-    * one segmented scan with the sequential step over those ids (associative without NaN:
+    * segments start at the first of each run and at each NaN (a NaN is the only item of its
+      segment that can be one), and the item after a NaN continues the NaN's segment: the step
+      replaces the NaN by it. A run whose last update is NaN ends in a segment of that NaN
+      alone, which gives that NaN;
+    * one segmented scan with the sequential step over those segments (associative without NaN:
       the last of the items equal to the max / min).
 
-    `keys_float` (the WebGPU-clean variant, `scatter_clean.py`): the ids are counted in float32
-    (exact: K < 2^24) and the segment starts come from `x == x` and And — the plugin has no int32
-    Slice, IsNaN or Or, and no bool Pad or Split for the scan's run flags.
+    The segments are told to the scan by their ids, a global prefix count (CumSum, exact) of
+    the starts. `keys_float` (the WebGPU-clean variant, `scatter_clean.py`): the ids are counted
+    in float32 (exact: K < 2^24) and the starts come from `x == x` and And — the plugin has no
+    int32 Slice, IsNaN or Or, and no bool Pad or Split for the scan's run flags.
     """
     compare = "Greater" if red == "max" else "Less"
     neutral = e.const(
@@ -93,22 +95,11 @@ def max_min_sequential(
     d = e.op("Gather", flat, spos, axis=0)
     take_data = e.op("And", e.op("Not", not_first), e.op(compare, d, svals))
     items = choose(e, svals, d, take_data, K)
-    # the values shifted by one (a 0 shifted in), not the bool flags shifted: the DML EP's graph
-    # fusion refuses Or(…, Slice(Pad(bool))) at session creation ("Invalid parameter",
-    # DmlGraphFusionHelper.cpp; the lane, zoo segment_max / scatter_reduce_amax)
-    zero = e.const(np.zeros(1, dtype=dt.numpy()))
     if keys_float:
-        before = shift(e, svals, 1, K, zero)
-        # continues = not first, not NaN, not after a NaN (x == x is "not NaN"): two Equals,
-        # two Ands and one Not, where IsNaN and Or have no kernel
-        ordered = e.op(
-            "And", e.op("Equal", svals, svals), e.op("Equal", before, before)
-        )
-        starts = e.op("Not", e.op("And", not_first, ordered))
+        # continues = not first and not NaN (x == x is "not NaN"): IsNaN and Or have no kernel
+        starts = e.op("Not", e.op("And", not_first, e.op("Equal", svals, svals)))
     else:
-        isnan = e.op("IsNaN", svals)
-        after_nan = e.op("IsNaN", shift(e, svals, 1, K, zero))
-        starts = e.op("Or", e.op("Or", e.op("Not", not_first), isnan), after_nan)
+        starts = e.op("Or", e.op("Not", not_first), e.op("IsNaN", svals))
     count_type = ir.DataType.FLOAT if keys_float else ir.DataType.INT32
     seg = prefix_count(e, e.cast(starts, count_type), K, count_type)
     bound = sizes.upper_bound(K, MAX_SLOTS)
