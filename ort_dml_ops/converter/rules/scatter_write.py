@@ -15,6 +15,7 @@ from .segscan import (
     BLOCK,
     fold_step,
     keep_step,
+    prefix_count,
     segmented_scan,
 )
 from .sizes import Size
@@ -63,6 +64,7 @@ def max_min_sequential(
     dt: ir.DataType,
     block: int,
     keys_float: bool = False,
+    lead: Size | None = None,
 ) -> ir.Value:
     """Per sorted update k: ONNX Runtime's sequential max/min of the data item and the updates
     of k's run up to k (exact at each run's last element, which is all the caller reads).
@@ -83,8 +85,8 @@ def max_min_sequential(
     * one segmented scan with the sequential step over those segments (associative without NaN:
       the last of the items equal to the max / min).
 
-    The segments are told to the scan by their ids, a global prefix count (CumSum, exact) of
-    the starts. `keys_float` (the WebGPU-clean variant, `scatter_clean.py`): the ids are counted
+    The scan reads the segments as flags (continues = not first, not NaN). `lead` (a length):
+    in the layout of `with_lead`, and so is the result; None: K items. `keys_float` (the WebGPU-clean variant, `scatter_clean.py`): the ids are counted
     in float32 (exact: K < 2^24) and the starts come from `x == x` and And — the plugin has no
     int32 Slice, IsNaN or Or, and no bool Pad or Split for the scan's run flags.
     """
@@ -95,56 +97,73 @@ def max_min_sequential(
     d = e.op("Gather", flat, spos, axis=0)
     take_data = e.op("And", e.op("Not", not_first), e.op(compare, d, svals))
     items = choose(e, svals, d, take_data, K)
-    if keys_float:
-        # continues = not first and not NaN (x == x is "not NaN"): IsNaN and Or have no kernel
-        starts = e.op("Not", e.op("And", not_first, e.op("Equal", svals, svals)))
-    else:
-        starts = e.op("Or", e.op("Not", not_first), e.op("IsNaN", svals))
-    count_type = ir.DataType.FLOAT if keys_float else ir.DataType.INT32
-    seg = prefix_count(e, e.cast(starts, count_type), K, count_type)
     bound = sizes.upper_bound(K, MAX_SLOTS)
+    if keys_float:
+        # starts = first or NaN (x == x is "not NaN"): IsNaN and Or have no kernel; no bool
+        # flags into the scan (no bool Pad or Split there either): ids counted in float32
+        starts = e.op("Not", e.op("And", not_first, e.op("Equal", svals, svals)))
+        seg = prefix_count(e, e.cast(starts, ir.DataType.FLOAT), K, ir.DataType.FLOAT)
+        return segmented_scan(
+            e,
+            seg,
+            items,
+            K,
+            bound,
+            keep_step(compare),
+            neutral,
+            block=block,
+            key_dtype=np.float32,
+        )
+    # continues = not first and not NaN: the flags the scan reads, no ids; laid out with the
+    # lead item (`with_lead`) of `lead` items in all, where that is given
+    cont = e.op("And", not_first, e.op("Not", e.op("IsNaN", svals)))
+    if lead is None:
+        return segmented_scan(
+            e,
+            None,
+            items,
+            K,
+            bound,
+            keep_step(compare),
+            neutral,
+            block=block,
+            cont=cont,
+        )
+    cont = e.op(
+        "Pad",
+        cont,
+        sizes.concat(e, [1, sizes.sub(e, lead, sizes.add(e, K, 1))]),
+        e.const(np.zeros((), dtype=bool)),
+        mode="constant",
+    )
     return segmented_scan(
         e,
-        seg,
-        items,
-        K,
-        bound,
+        None,
+        with_lead(e, items, K, lead, neutral),
+        lead,
+        sizes.upper_bound(lead, MAX_SLOTS + block),
         keep_step(compare),
         neutral,
         block=block,
-        cont=e.op("Not", starts) if bound > block and not keys_float else None,
-        key_dtype=np.float32 if keys_float else np.int32,
+        cont=cont,
+        aligned=True,
     )
 
 
-def prefix_count(
-    e: Emitter, flags: ir.Value, n: Size, dtype: ir.DataType = ir.DataType.INT32
-) -> ir.Value:
-    """Inclusive prefix sum of a 1-D int32 tensor of n elements (exact: n < 2^31), or of a float32
-    one (exact: n < 2^24).
+def lead_length(e: Emitter, K: Size, block: int) -> Size:
+    """Length of the scan's input with the lead item: K + 1 rounded up to whole blocks."""
+    return sizes.mul(e, sizes.ceil_div(e, sizes.add(e, K, 1), block), block)
 
-    ONNX's CumSum, except where the target's own CumSum is known to be slow for this length
-    (``cost_facts["cumsum_native_max_axis"]``: WebGPU's kernel reads the whole prefix for every
-    element, onnxruntime/core/providers/webgpu/math/cumsum.cc); there, when n is static, the
-    blocked Add scan of cumprod.py, no wider than the target binds."""
-    from ...targets import get_target
-    from .cumprod import scan_static
 
-    target = get_target(e.ctx.target)
-    limit = target.cost_facts.get("cumsum_native_max_axis")
-    if limit is not None and isinstance(n, int) and n > limit:
-        return scan_static(
-            e,
-            flags,
-            [n],
-            0,
-            "Add",
-            False,
-            False,
-            dtype,
-            max_width=e.ctx.options.get("max_io_width"),
-        )
-    return e.op("CumSum", flags, e.i32(0))
+def with_lead(e: Emitter, x: ir.Value, K: Size, Kp: Size, fill: ir.Value) -> ir.Value:
+    """x (K items) as the scan's input: one `fill` item first, `fill` after to length Kp.
+
+    The lead item is why: its index in the scanned result is the slot number MaxUnpool writes
+    (slot s ≥ 1 is sorted update s − 1, at index s; 0, where no update lands, reads the lead
+    item), so the write gathers from the scan's own output at the slot — no Slice of the padding
+    and no Concat of a first item, two full-size passes a padded scan used to take."""
+    pads = sizes.concat(e, [1, sizes.sub(e, Kp, sizes.add(e, K, 1))])
+    return e.op("Pad", x, pads, e.reshape(fill, []), mode="constant")
 
 
 def scatter_flat(
@@ -166,7 +185,8 @@ def scatter_flat(
     in row-major order), so sorting each row sorts them all — a TopK along the rows instead of
     over all K (measured on ORT's CPU EP at [1000, 1000]: 58 ms instead of 70 single-threaded,
     and the rows are spread over the intra-op threads)."""
-    fold = None  # (op, identity, run folds): the data is combined at the write
+    fold = None  # (op, run folds with the lead item): the data is combined at the write
+    lead = 0  # 1 where `result` has the lead item
     if red == "none":
         target = pos
         result = vals
@@ -200,39 +220,56 @@ def scatter_flat(
         )
         no = e.const(np.zeros(1, dtype=bool))
         is_last = e.op("Not", e.op("Concat", same, no, axis=0))
-        op = REDUCE_OPS[red]
-        sequential = red in ("max", "min") and dt in FLOATS
-        not_first = None
-        if (
-            sequential or sizes.upper_bound(K, MAX_SLOTS) > block
-        ):  # else the scan never reads it
-            # (no dead node: the DML EP's graph fusion fails on an unused bool Concat, lane-tested)
+        Kp = lead_length(e, K, block)
+        if red in ("max", "min") and dt in FLOATS:
             not_first = e.op("Concat", no, same, axis=0)
-            if not isinstance(
-                K, int
-            ):  # K = 0 at run time: one flag too many (same has 0, not −1)
+            if not isinstance(K, int):
+                # K = 0 at run time: one flag too many (same has 0, not −1)
                 not_first = e.op(
                     "Slice", not_first, e.i64([0]), sizes.tensor(e, K), e.i64([0])
                 )
-        if sequential:
-            assert not_first is not None  # made above for every sequential fold
+            # the lead layout saves the scan's Slice where it pads; where K is whole blocks
+            # it would add a Pad (the select write reads the results at any offset)
+            aligned = isinstance(K, int) and K % block == 0
             result = max_min_sequential(
-                e, flat, spos, svals, not_first, K, red, dt, block
-            )
-        else:
-            identity = e.const(identity_of(red, dt))
-            scanned = segmented_scan(
                 e,
+                flat,
                 spos,
                 svals,
+                not_first,
                 K,
-                sizes.upper_bound(K, MAX_SLOTS),
+                red,
+                dt,
+                block,
+                lead=None if aligned else Kp,
+            )
+            lead = 0 if aligned else 1
+        else:
+            op = REDUCE_OPS[red]
+            identity = e.const(identity_of(red, dt))
+            # the lead item and the first update start runs; same[i] says whether update i + 1
+            # continues update i's (max(K − 1, 0) flags, for K = 0 too)
+            tail = sizes.sub(e, Kp, sizes.add(e, sizes.maximum(e, K, 1), 1))
+            cont = e.op(
+                "Pad",
+                same,
+                sizes.concat(e, [2, tail]),
+                e.const(np.zeros((), dtype=bool)),
+                mode="constant",
+            )
+            scanned = segmented_scan(
+                e,
+                None,
+                with_lead(e, svals, K, Kp, identity),
+                Kp,
+                sizes.upper_bound(Kp, MAX_SLOTS + block),
                 fold_step(op, dt in FLOATS),
                 identity,
                 block=block,
-                cont=not_first,
+                cont=cont,
+                aligned=True,
             )
-            fold = (op, identity, scanned)
+            fold = (op, scanned)
         target = e.op("Where", is_last, spos, sizes.on_device(e, M, np.int32))
     n_slots = K
     if not isinstance(K, int):
@@ -262,22 +299,17 @@ def scatter_flat(
     if fold is not None:
         # add, mul and integer max/min: data op (its run's fold, or the op's identity where no
         # update lands — x op identity == x bit for bit), one Gather at the slot number itself
-        op, identity, scanned = fold
-        contrib = e.op(
-            "Gather",
-            e.op("Concat", identity, scanned, axis=0),
-            e.cast(A, ir.DataType.INT32),
-            axis=0,
-        )
+        op, scanned = fold
+        contrib = e.op("Gather", scanned, e.cast(A, ir.DataType.INT32), axis=0)
         return e.op(op, flat, contrib)
     mark = e.op("Greater", A, e.const(np.float32(0)))
     # int32 indices (K < 2^24): a float -> int32 Cast, never a 64-bit one. The write is a Gather
     # from [data; results] (no float Where: it would turn -0.0 into +0.0); slot A ≥ 1 is
-    # result A − 1, at M + A − 1.
+    # sorted update A − 1, at M + A − 1, or at M + A where the results have the lead item.
     src = e.op(
         "Add",
         e.cast(A, ir.DataType.INT32),
-        sizes.on_device(e, sizes.sub(e, M, 1), np.int32),
+        sizes.on_device(e, sizes.sub(e, M, 1 - lead), np.int32),
     )
     idx = e.op("Where", mark, src, sizes.iota(e, M, np.int32))
     return e.op("Gather", e.op("Concat", flat, result, axis=0), idx, axis=0)

@@ -101,9 +101,39 @@ def shift(e: Emitter, x: ir.Value, s: int, n: Size, fill: ir.Value) -> ir.Value:
     return e.op("Slice", padded, e.i64([0]), sizes.tensor(e, n), e.i64([0]))
 
 
+def prefix_count(
+    e: Emitter, flags: ir.Value, n: Size, dtype: ir.DataType = ir.DataType.INT32
+) -> ir.Value:
+    """Inclusive prefix sum of a 1-D int32 tensor of n elements (exact: n < 2^31), or of a float32
+    one (exact: n < 2^24).
+
+    ONNX's CumSum, except where the target's own CumSum is known to be slow for this length
+    (``cost_facts["cumsum_native_max_axis"]``: WebGPU's kernel reads the whole prefix for every
+    element, onnxruntime/core/providers/webgpu/math/cumsum.cc); there, when n is static, the
+    blocked Add scan of cumprod.py, no wider than the target binds."""
+    from ...targets import get_target
+    from .cumprod import scan_static
+
+    target = get_target(e.ctx.target)
+    limit = target.cost_facts.get("cumsum_native_max_axis")
+    if limit is not None and isinstance(n, int) and n > limit:
+        return scan_static(
+            e,
+            flags,
+            [n],
+            0,
+            "Add",
+            False,
+            False,
+            dtype,
+            max_width=e.ctx.options.get("max_io_width"),
+        )
+    return e.op("CumSum", flags, e.i32(0))
+
+
 def segmented_scan(
     e: Emitter,
-    keys: ir.Value,
+    keys: ir.Value | None,
     vals: ir.Value,
     n: Size,
     bound: int,
@@ -113,6 +143,7 @@ def segmented_scan(
     block: int = BLOCK,
     cont: ir.Value | None = None,
     key_dtype: type = np.int32,
+    aligned: bool = False,
 ) -> ir.Value:
     """Inclusive scan of the 1-D `vals` (n elements, n ≤ bound) within runs of equal `keys`.
 
@@ -120,60 +151,91 @@ def segmented_scan(
     real run, since their key is −1 and real keys are ≥ 0). `block` is the chain's width: the
     Split and Concat bind that many tensors, so a target that binds few (WebGPU: 8 storage
     buffers per shader) passes its limit. `cont` (bool, n), where the caller has it: element i
-    continues element i − 1's run — the chain then splits these flags (a quarter pass) instead of
-    the int32 keys and comparing neighbours. `key_dtype`: the keys' element type — int32, or
-    float32 holding integers below 2^24 (exact) where the target slices no int32 (WebGPU)."""
+    continues element i − 1's run. With it the keys are not read (None will do): the chain
+    splits these flags (a quarter pass) instead of the int32 keys, and whether an element
+    continues the run open at its block's start is the running And of its block's flags — so
+    the keys are neither padded nor compared, and a caller need not make them. `key_dtype`: the
+    keys' element type — int32, or float32 holding integers below 2^24 (exact) where the target
+    slices no int32 (WebGPU). `aligned`: n is a whole number of blocks (the caller padded), so
+    no Pad and no Slice here even where n is only known at run time."""
     if bound <= 1:
         return vals
     B = block
     if level >= CHAIN_LEVELS or bound <= B:
+        if cont is not None:
+            # the rest is short (n / B² elements, or n ≤ B): run ids from the flags
+            keys = prefix_count(e, e.cast(e.op("Not", cont), ir.DataType.INT32), n)
+            key_dtype = np.int32
+        assert keys is not None  # the caller gives keys or flags
         return _hillis_steele(
             e, keys, vals, n, math.ceil(math.log2(bound)), step, identity, key_dtype
         )
     nb = sizes.ceil_div(e, n, B)
-    pad = sizes.sub(e, sizes.mul(e, nb, B), n)
+    pad = 0 if aligned else sizes.sub(e, sizes.mul(e, nb, B), n)
     fill = e.reshape(identity, [])
     minus1 = e.const(np.asarray(-1, dtype=key_dtype))
     if not (isinstance(pad, int) and pad == 0):
         pads = sizes.concat(e, [0, pad])
         vals = e.op("Pad", vals, pads, fill, mode="constant")
-        keys = e.op("Pad", keys, pads, minus1, mode="constant")
-        if cont is not None:
+        if cont is None:
+            assert keys is not None  # the caller gives keys or flags
+            keys = e.op("Pad", keys, pads, minus1, mode="constant")
+        else:
             cont = e.op(
                 "Pad", cont, pads, e.const(np.zeros((), dtype=bool)), mode="constant"
             )
     V = e.reshape(vals, [-1, B])
-    Kk = e.reshape(keys, [-1, B])
     vcols = e.split(V, [1] * B, axis=1)
     if cont is None:
+        assert keys is not None  # the caller gives keys or flags
+        Kk = e.reshape(keys, [-1, B])
         kcols = e.split(Kk, [1] * B, axis=1)
         sames = [None] + [e.op("Equal", kcols[j], kcols[j - 1]) for j in range(1, B)]
-        last_keys = kcols[-1]
     else:
         sames = e.split(e.reshape(cont, [-1, B]), [1] * B, axis=1)
-        last_keys = e.slice(Kk, [B - 1], [B], [1])
     assert identity.dtype is not None  # a constant made by the caller
     outs = _chain(e, step, sames, vcols, identity.dtype.numpy())
     S = e.op("Concat", *outs, axis=1)
     nb_bound = math.ceil(bound / B)
     if nb_bound > 1:
         ends_v = e.reshape(outs[-1], [-1])
-        ends_k = e.reshape(last_keys, [-1])
-        carry = segmented_scan(
-            e,
-            ends_k,
-            ends_v,
-            nb,
-            nb_bound,
-            step,
-            identity,
-            level + 1,
-            block,
-            key_dtype=key_dtype,
-        )
+        if cont is None:
+            ends_k = e.reshape(kcols[-1], [-1])
+            carry = segmented_scan(
+                e,
+                ends_k,
+                ends_v,
+                nb,
+                nb_bound,
+                step,
+                identity,
+                level + 1,
+                block,
+                key_dtype=key_dtype,
+            )
+            prev_key = e.reshape(shift(e, ends_k, 1, nb, minus1), [-1, 1])
+            match = e.op("Equal", Kk, prev_key)
+        else:
+            # opens[j]: columns 0..j all continue, so column j is in the run that was open at
+            # the block's start; the last one says the whole block continues it, which is
+            # what the block ends' own scan asks of consecutive ends
+            opens = [sames[0]]
+            for j in range(1, B):
+                opens.append(e.op("And", opens[-1], sames[j]))
+            carry = segmented_scan(
+                e,
+                None,
+                ends_v,
+                nb,
+                nb_bound,
+                step,
+                identity,
+                level + 1,
+                block,
+                cont=e.reshape(opens[-1], [-1]),
+            )
+            match = e.op("Concat", *opens, axis=1)
         prev_carry = shift(e, carry, 1, nb, fill)
-        prev_key = e.reshape(shift(e, ends_k, 1, nb, minus1), [-1, 1])
-        match = e.op("Equal", Kk, prev_key)
         S = _fix_up(e, step, match, prev_carry, S, nb, B, identity)
     out = e.reshape(S, [-1])
     if not (isinstance(pad, int) and pad == 0):
@@ -235,9 +297,11 @@ def _fix_up(
     candidates ([nb, 2B]) and a GatherElements: about five full-size passes. The known steps
     need fewer, with the same values bit for bit:
 
-    * a fold (Add, Mul, Max, Min): the carry or the op's identity, picked by one Gather from
-      [carries; identity] at an int32 index, then the op — three passes. x op identity == x
-      bit for bit (−0.0 for float Add), so no select of the result is needed;
+    * a fold (Add, Mul, Max, Min): the carry where the run continues, else the op's identity,
+      by one Where broadcasting the carry over its block, then the op — two passes. x op
+      identity == x bit for bit, so no select of the result is needed. Float Add and Mul put
+      the constant in the Where's true branch, as the chain does (`_chain`): S − Where(new,
+      +0.0, −carry) and S · Where(new, 1, carry);
     * the sequential max / min: the strict compare against the broadcast carry, then one
       GatherElements from [S | carry] ([nb, B + 1]) at column j or B — about three passes, no
       [nb, 2B] Concat.
@@ -245,10 +309,20 @@ def _fix_up(
     op = getattr(step, "fold_op", None)
     compare = getattr(step, "compare", None)
     if op is not None:
-        blk = e.reshape(sizes.iota(e, nb, np.int32), [-1, 1])
-        table = e.op("Concat", prev_carry, identity, axis=0)
-        at = e.op("Where", match, blk, sizes.on_device(e, nb, np.int32))
-        return e.op(op, e.op("Gather", table, at, axis=0), S)
+        carry = e.reshape(prev_carry, [-1, 1])  # broadcast over the block
+        if getattr(step, "floating", False) and op in ("Add", "Mul"):
+            # the chain's float form (`_chain`): the constant in Where's true branch, which
+            # ONNX Runtime's CPU Where keeps for +0.0 and 1.0; x − (+0.0) and x · 1 are x
+            assert identity.dtype is not None  # a constant made by the caller
+            np_dtype = identity.dtype.numpy()
+            if op == "Mul":
+                one = e.const(np.ones(1, dtype=np_dtype))
+                return e.op("Mul", S, e.op("Where", e.op("Not", match), one, carry))
+            zero = e.const(np.zeros(1, dtype=np_dtype))
+            minus = e.op("Neg", carry)
+            return e.op("Sub", S, e.op("Where", e.op("Not", match), zero, minus))
+        # integers: Where is exact, and x op identity == x
+        return e.op(op, S, e.op("Where", match, carry, identity))
     if compare is not None:
         carry = e.reshape(prev_carry, [-1, 1])
         keep = e.op("And", match, e.op(compare, carry, S))
