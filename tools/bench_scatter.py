@@ -26,9 +26,8 @@ import onnxruntime as ort
 from onnx import TensorProto, helper
 
 from ort_dml_ops import convert, inspect
+from ort_dml_ops.bench.passes import count_passes
 from ort_dml_ops.bench.timing import interleaved, quiet_session_options
-
-VIEWS = ("Reshape", "Squeeze", "Unsqueeze", "Flatten", "Identity")
 
 
 def scatter_model(n: int, reduction: str, symbolic: bool):
@@ -70,26 +69,8 @@ def feeds_for(n: int, reduction: str, seed: int = 0) -> dict:
 
 def _write_passes(model, feeds, data_bytes: int) -> float:
     """Passes without the view ops (their output aliases the input on the CPU EP)."""
-    import os
-    import tempfile
-
     so = quiet_session_options()
-    so.log_severity_level = 3
-    with tempfile.TemporaryDirectory() as tmp:
-        so.enable_profiling = True
-        so.profile_file_prefix = os.path.join(tmp, "p")
-        sess = ort.InferenceSession(
-            model.SerializeToString(), so, providers=["CPUExecutionProvider"]
-        )
-        sess.run(None, feeds)
-        with open(sess.end_profiling()) as f:
-            events = json.load(f)
-    written = 0
-    for ev in events:
-        kernel = ev.get("cat") == "Node" and ev.get("name", "").endswith("_kernel_time")
-        if kernel and ev["args"].get("op_name") not in VIEWS:
-            written += int(ev["args"].get("output_size", 0))
-    return written / data_bytes
+    return count_passes(model, feeds, sess_options=so).passes(data_bytes, views=False)
 
 
 def bench_case(n: int, reduction: str, reps: int, target: str = "dml") -> dict:

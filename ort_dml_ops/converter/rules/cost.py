@@ -30,18 +30,18 @@ import onnx_ir as ir
 
 from ._base import const_array, static_shape
 
-#: full-size write passes of the lowered scatter, measured (bench/passes.py, views excluded) at
-#: [1000, 1000] float32, K = 1e6 updates, static shapes, index guard on; symbolic shapes add the
-#: run-time padding of the scan (measured: +5.8 to +9.9)
+#: full-size write passes of the lowered scatter, (static shapes, every dim symbolic), measured
+#: (bench/passes.py, views excluded) at [1000, 1000] float32 (int32 for int_max_min), K = 1e6
+#: updates along the last axis, index guard on; symbolic shapes add the scan's run-time
+#: padding and sizes. tests/converter/rules/test_cost.py measures them again.
 SCATTER_PASSES = {
-    "none": 12.3,
-    "add": 27.7,
-    "mul": 26.7,
-    "max": 42.9,  # (41.2 before the NaN-shift fix for the DML EP's fusion, 03c0f18)
-    "min": 42.9,
-    "int_max_min": 27.7,
+    "none": (12.3, 15.3),
+    "add": (26.6, 29.0),
+    "mul": (25.5, 27.9),
+    "max": (38.4, 43.3),
+    "min": (38.4, 43.3),
+    "int_max_min": (25.4, 27.7),
 }
-SCATTER_SYMBOLIC_EXTRA = 6.0
 #: Memcpy kernels of the lowered scatter on the WebGPU plugin (bench --target webgpu, 1e6, both
 #: axes; mul and min have add's and max's graph shape): TopK (int32 keys), MaxUnpool, int32 /
 #: bool Slice and bool Concat have no WebGPU kernel, so their neighbours copy
@@ -54,14 +54,14 @@ WEBGPU_SCATTER_COPIES = {
     "int_max_min": 55,
 }
 #: the WebGPU-clean variant (scatter_clean.py: float / float16 data on webgpu), full-size passes
-#: measured as SCATTER_PASSES (same model, CPU EP, views excluded); its one copy is the int64
+#: measured as SCATTER_PASSES (same models, CPU EP, views excluded); its one copy is the int64
 #: indices' upload that the index guard's CPU-side min / max causes (none without the guard)
 WEBGPU_CLEAN_SCATTER_PASSES = {
-    "none": 14.3,
-    "add": 29.2,
-    "mul": 28.2,
-    "max": 45.3,
-    "min": 45.3,
+    "none": (14.3, 14.3),
+    "add": (28.1, 32.5),
+    "mul": (27.0, 31.4),
+    "max": (42.8, 43.3),
+    "min": (42.8, 43.3),
 }
 WEBGPU_CLEAN_SCATTER_COPIES = 1
 #: the blocked Mul / Add scans (CumProd, WebGPU's CumSum) at [1000, 1000] float32, every kernel
@@ -123,9 +123,9 @@ def node_costs(
         if lowered_passes is not None:
             copies, note = 0, "measured at 1e6 elements"
             if family == "scatter" and _clean(node, target):
-                lowered_passes = WEBGPU_CLEAN_SCATTER_PASSES[_reduction(node)] + (
-                    lowered_passes - SCATTER_PASSES[_reduction(node)]
-                )  # (+ the symbolic extra, where the shapes are symbolic)
+                lowered_passes = WEBGPU_CLEAN_SCATTER_PASSES[_reduction(node)][
+                    0 if _static(node) else 1
+                ]
                 copies = WEBGPU_CLEAN_SCATTER_COPIES
                 note += "; WebGPU-clean variant: the index guard's upload of the indices only"
             elif family == "scatter" and target == "webgpu":
@@ -225,12 +225,16 @@ def _lowered_passes(node: ir.Node, family: str | None) -> float | None:
     passes = SCATTER_PASSES.get(_reduction(node))
     if passes is None:
         return None
-    static = all(
+    return passes[0 if _static(node) else 1]
+
+
+def _static(node: ir.Node) -> bool:
+    """Are the scatter's data, indices and updates all of static shape?"""
+    return all(
         (shape := static_shape(v)) is not None and None not in shape
         for v in node.inputs[:3]
         if v is not None
     )
-    return passes + (0.0 if static else SCATTER_SYMBOLIC_EXTRA)
 
 
 def _clean(node: ir.Node, target: str) -> bool:

@@ -14,15 +14,19 @@ is an int when the graph knows it and otherwise comes from `Shape` / `Size` at r
 1. flat positions, int32 (M + K < 2^31, guarded): `index · stride` is a Gather from
    `Range(0, dim · stride, stride)` (which also normalises negative indices, as Gather does),
    plus a broadcast sum of the other coordinates' `Range`s — two full-size passes;
-2. reductions only: sort the positions (TopK, smallest first; equal keys keep index order),
-   gather the updates in that order, and fold each run of equal positions with the blocked
-   segmented scan of `segscan.py` (a chain in blocks of 16, the same over block ends, a short
-   Hillis–Steele for the rest); the run's last element is combined with the data element.
-   Float max / min follow ONNX Runtime's sequential rule exactly: `max_min_sequential`
-   (steps 2 and 3 are `scatter_write.py`);
-3. write: MaxUnpool puts (i + 1) — the run's last slot, as float32 — at each run's position
-   (every other slot goes to a dummy position M, sliced off), so A[m] names the update that
-   lands on m; the output is a Gather from [data; results] at `Where(A > 0, M + A − 1, m)`.
+2. reductions only: sort the positions (TopK, smallest first; equal keys keep index order;
+   a last-axis scatter row by row), gather the updates in that order, and fold each run of
+   equal positions with the blocked segmented scan of `segscan.py` (a chain in blocks of 16,
+   the same over block ends, a short Hillis–Steele for the rest), which reads the run flags
+   of neighbouring positions, not the positions. The scan's input starts with one lead item
+   (`scatter_write.with_lead`), so that slot s of step 3 is index s of its output. Float max /
+   min follow ONNX Runtime's sequential rule exactly: `max_min_sequential` (steps 2 and 3 are
+   `scatter_write.py`);
+3. write: MaxUnpool puts the slot number s = i + 1 of each run's last sorted update i at the
+   run's position (every other slot goes to a dummy position M, sliced off), so A[m] names
+   the update that lands on m, 0 where none does. Add, mul and integer max / min: output =
+   data op (the scan's output at A — the op's identity at the lead item); float max / min
+   and none: a Gather from [data; results] at `Where(A > 0, M + result index, m)`;
 4. guard (`scatter_guard.py`; on by default, `check_indices=False` drops it): the run fails,
    as ONNX Runtime's kernel does, when an index is outside [−dim, dim) — ReduceMin / ReduceMax of the indices
    decide a shape that the final Reshape refuses (a GPU Gather does not fail on a bad index

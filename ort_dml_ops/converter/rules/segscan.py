@@ -1,8 +1,9 @@
 """Segmented inclusive scan of a 1-D tensor in few full-size passes, for any run-time length.
 
-Input: `keys` (int32, equal keys adjacent — sorted scatter positions) and `vals`; output: for
-every element, the fold of its run's values from the run's first element up to itself, folded
-left to right (`combine(earlier, later)`). The scatter rule reads it at each run's last element.
+Input: the runs, as `keys` (int32 or float32, equal keys adjacent — sorted scatter positions)
+or as `cont` flags (element i continues element i − 1's run), and `vals`; output: for every
+element, the fold of its run's values from the run's first element up to itself, folded left
+to right (`combine(earlier, later)`). The scatter rule reads it at each run's last element.
 
 Construction (radix-B, B = 16), so the node count is fixed at convert time and does not grow
 with the length, and the work is about one chain's worth of passes:
@@ -13,8 +14,9 @@ with the length, and the work is about one chain's worth of passes:
 2. the last column holds each block's partial run value; the same scan over those n/B block
    ends (recursively: chain again, then a short Hillis–Steele on what is left) gives each
    block end the value of its run so far;
-3. fix-up: an element whose key equals the previous block end's key continues that run:
-   combine(carry of the previous block, own value).
+3. fix-up: an element still in the run that was open at its block's start (its key equals
+   the previous block end's, or its block's flags up to it all say "continues") combines the
+   previous block's carry with its own value.
 
 Rounding: each output is a fold of its own run's values only (no prefix difference, so no
 cancellation against other runs): at most B − 1 + (B − 1) + ⌈log2(n / B²)⌉ + 2 roundings.

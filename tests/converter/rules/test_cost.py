@@ -99,3 +99,52 @@ def test_dominated_needs_no_worse_on_both_and_better_on_one():
     )  # fewer passes, more copies: not clear
     assert not dominated(costs, "cpu", by="cpu")
     assert not dominated(costs, "lowered", by="missing")
+
+
+def _scatter_rows(n: int, reduction: str, dtype, symbolic: bool):
+    """ScatterElements along the last axis of [n, n] data with as many updates: the case the
+    scatter pass figures were measured on."""
+    dims = ["rows", "cols"] if symbolic else [n, n]
+    return single_op(
+        "ScatterElements",
+        [("data", dtype, dims), ("indices", np.int64, dims), ("updates", dtype, dims)],
+        {"axis": 1, "reduction": reduction},
+        opset=18,
+    )
+
+
+@pytest.mark.parametrize("symbolic", [False, True], ids=["static", "symbolic"])
+@pytest.mark.parametrize(
+    "target,reduction",
+    [("dml", r) for r in ("none", "add", "mul", "max", "min", "int_max_min")]
+    + [("webgpu", r) for r in ("none", "add", "mul", "max", "min")],
+)
+def test_scatter_pass_figures_are_what_the_lowered_graph_writes(
+    target, reduction, symbolic
+):
+    """The report's lowered-scatter passes (cost.SCATTER_PASSES, and the WebGPU-clean variant's)
+    are the bytes ONNX Runtime's kernels write for the graph convert emits (its profiler,
+    bench/passes.py; views apart) ÷ the data's bytes, at the size they were measured (1e6)."""
+    from ort_dml_ops.bench.passes import count_passes
+    from ort_dml_ops.converter.rules import cost
+
+    n = 1000
+    dtype = np.int32 if reduction == "int_max_min" else np.float32
+    op_red = "max" if reduction == "int_max_min" else reduction
+    model = _scatter_rows(n, op_red, dtype, symbolic)
+    rng = np.random.default_rng(0)
+    if op_red == "none":
+        indices = np.argsort(rng.random((n, n)), axis=1)
+    else:
+        indices = rng.integers(-n, n, (n, n))
+    feeds = {
+        "data": rng.normal(size=(n, n)).astype(dtype),
+        "indices": indices.astype(np.int64),
+        "updates": rng.normal(size=(n, n)).astype(dtype),
+    }
+    lowered = convert(model, target=target, strategy="lower").model
+    measured = count_passes(lowered, feeds).passes(n * n * 4, views=False)
+    table = (
+        cost.WEBGPU_CLEAN_SCATTER_PASSES if target == "webgpu" else cost.SCATTER_PASSES
+    )
+    assert round(measured, 1) == table[reduction][1 if symbolic else 0]
