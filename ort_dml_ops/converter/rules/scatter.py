@@ -186,17 +186,17 @@ class ScatterLowering(Rule):
             )
         else:
             vals = e.reshape(updates, [-1])
-            row = None
+            row: Size | None = None
             if (
                 node.op_type != "ScatterND"
                 and axis == len(ddims) - 1
                 and len(ddims) > 1
-                and isinstance(idims[-1], int)
-                and idims[-1] > 1
+                and not (isinstance(idims[-1], int) and idims[-1] <= 1)
             ):
-                row = idims[
-                    -1
-                ]  # positions along the last axis: sorted row by row (see scatter_flat)
+                # positions along the last axis: sorted row by row (see scatter_flat), rows of
+                # a length known at run time too; a length 0 is read as rows of 1 (no element
+                # either way; Reshape cannot infer the row count of [-1, 0])
+                row = sizes.maximum(e, idims[-1], 1)
             out = scatter_flat(
                 e,
                 flat,

@@ -176,7 +176,7 @@ def scatter_flat(
     red: str,
     dt: ir.DataType,
     block: int = BLOCK,
-    row: int | None = None,
+    row: Size | None = None,
 ) -> ir.Value:
     """Scatter K values at flat positions into the M-element 1-D `flat`.
 
@@ -199,10 +199,11 @@ def scatter_flat(
             )
             svals = e.op("Gather", vals, perm, axis=0)
         else:
+            rows = sizes.concat(e, [-1, row])
             rows_pos, perm = e.op(
                 "TopK",
-                e.reshape(pos, [-1, row]),
-                e.i64([row]),
+                e.reshape(pos, rows),
+                sizes.tensor(e, row),
                 outputs=2,
                 largest=0,
                 sorted=1,
@@ -210,7 +211,7 @@ def scatter_flat(
             )
             spos = e.reshape(rows_pos, [-1])
             svals = e.reshape(
-                e.op("GatherElements", e.reshape(vals, [-1, row]), perm, axis=1), [-1]
+                e.op("GatherElements", e.reshape(vals, rows), perm, axis=1), [-1]
             )
         # same[i]: element i + 1 continues element i's run (K − 1 flags, from two views of spos)
         same = e.op(
