@@ -86,9 +86,12 @@ def max_min_sequential(
       the last of the items equal to the max / min).
 
     The scan reads the segments as flags (continues = not first, not NaN). `lead` (a length):
-    in the layout of `with_lead`, and so is the result; None: K items. `keys_float` (the WebGPU-clean variant, `scatter_clean.py`): the ids are counted
-    in float32 (exact: K < 2^24) and the starts come from `x == x` and And — the plugin has no
-    int32 Slice, IsNaN or Or, and no bool Pad or Split for the scan's run flags.
+    the scan's input and result are in the layout of `with_lead`; None: K items.
+
+    `keys_float` (the WebGPU-clean variant, `scatter_clean.py`): segment ids instead of flags,
+    counted in float32 (exact: K < 2^24), with the starts from `x == x` and And — the plugin has
+    no int32 Slice, IsNaN or Or, and no bool Pad or Split for the scan's run flags. The result
+    has K items.
     """
     compare = "Greater" if red == "max" else "Less"
     neutral = e.const(
