@@ -61,3 +61,42 @@ def test_clean_scatter_runs_on_webgpu_without_copies(
     assert on_cpu <= (GUARD_OPS if check else set()), on_cpu
     copies, _ = W._copies(low, False, feeds)
     assert copies == (1 if check else 0)
+
+
+def _symbolic(model):
+    """Every dim of the graph's inputs and outputs a name (the shapes torch.onnx exports)."""
+    import onnx
+
+    m = onnx.ModelProto()
+    m.CopyFrom(model)
+    del m.graph.value_info[:]
+    for v in list(m.graph.input) + list(m.graph.output):
+        for k, d in enumerate(v.type.tensor_type.shape.dim):
+            d.Clear()
+            d.dim_param = f"{v.name}_d{k}"
+    return m
+
+
+@pytest.mark.parametrize("reduction", ["none", "add", "max"])
+def test_symbolic_clean_scatter_copies_are_what_inspect_predicts(
+    webgpu_lane, reduction
+):
+    """With every dim symbolic the clean variant computes its sizes on the CPU (Shape, int64
+    arithmetic, int32 / float Casts) and hands them to Range, whose WebGPU kernel reads its
+    three scalars in CPU memory (recorded as cpu_inputs, tools/webgpu_lane/cases.py): ORT makes
+    one copy per run — the indices' upload, as with static shapes — and `inspect` predicts that
+    same count, not a copy per Range scalar."""
+    from ort_dml_ops import inspect
+
+    native, feeds = _model(reduction, 1)
+    sym = _symbolic(native)
+    low = convert(sym, "webgpu", strategy="lower", with_inspect=False).model
+    s = webgpu_session(low)
+    got = s.run(None, feeds)[0]
+    want = ort.InferenceSession(
+        native.SerializeToString(), providers=["CPUExecutionProvider"]
+    ).run(None, feeds)[0]
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+    copies, _ = W._copies(low, False, feeds)
+    assert copies == 1
+    assert len(inspect(low, "webgpu").copy_nodes) == copies

@@ -83,8 +83,12 @@ SWEPT = {
     "If": "V",
 }
 #: CPU-side inputs not measurable by feeding an int64 (If's bool condition is read on the host, as
-#: by every ORT If kernel: onnxruntime/core/providers/cpu/controlflow/if.cc)
-KNOWN_CPU_INPUTS = {"If": [0]}
+#: by every ORT If kernel: onnxruntime/core/providers/cpu/controlflow/if.cc; Range's three
+#: float / int32 scalars, which the plugin's kernel reads on the host —
+#: webgpu/generator/range.cc — measured on the lane: a lowered scatter with symbolic shapes, whose
+#: Ranges take their scalars from CPU-side Casts, makes no copy for them,
+#: tests/webgpu/test_scatter_clean_webgpu.py)
+KNOWN_CPU_INPUTS = {"If": [0], "Range": [0, 1, 2]}
 
 
 def since_versions(
