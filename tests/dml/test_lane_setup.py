@@ -62,3 +62,49 @@ def test_lane_holds_the_patched_direct3d12_stack():
     run_sh = (lane_dir() / "run.sh").read_text()
     assert "d3d12,d3d12core,dxgi,wined3d=n" in run_sh
     assert "VKD3D_CONFIG=${VKD3D_CONFIG-}" in run_sh
+
+
+@pytest.mark.dml
+def test_a_run_stopped_by_a_signal_leaves_the_lane_free(tmp_path):
+    """A lane run stopped by SIGTERM (a CI timeout, pkill, Ctrl-C's cousin) stops its Wine
+    session before it exits: Wine's processes inherit run.sh's lock, and one left over (a zombie
+    winedevice.exe thread, seen) held it, so the next run waited the full DML_LANE_LOCK_WAIT.
+    Here the next run, allowed 30 s for the lock, runs at once."""
+    import contextlib
+    import os
+    import signal
+    import subprocess
+    import time
+
+    ok, why = lane_available()
+    if not ok:
+        pytest.skip(f"DML lane unavailable: {why}")
+    run_sh = str(lane_dir() / "run.sh")
+    sleepy = tmp_path / "sleepy.py"
+    sleepy.write_text('import time\nprint("up", flush=True)\ntime.sleep(90)\n')
+    second = tmp_path / "second.py"
+    second.write_text('print("second run", flush=True)\n')
+    first = subprocess.Popen(
+        [run_sh, str(sleepy)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
+    try:
+        assert first.stdout is not None
+        assert b"up" in first.stdout.readline()  # the guest runs, holding the lane
+        os.kill(first.pid, signal.SIGTERM)  # run.sh alone, as `timeout` or pkill would
+        first.wait(timeout=60)
+        t0 = time.monotonic()
+        done = subprocess.run(
+            [run_sh, str(second)],
+            capture_output=True,
+            timeout=300,
+            env={**os.environ, "DML_LANE_LOCK_WAIT": "30"},
+        )
+        assert done.returncode == 0, done.stdout[-500:]
+        assert b"second run" in done.stdout
+        assert time.monotonic() - t0 < 30  # it did not wait for the lock
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(first.pid, signal.SIGKILL)

@@ -129,7 +129,13 @@ export DML_LANE_WINPATH="\${winpath#;}"
 rcfile=\$(mktemp)
 exec 9>"\$W/run.lock"
 flock -w \${DML_LANE_LOCK_WAIT:-3600} 9 || { echo "dml-lane: could not get \$W/run.lock" >&2; exit 75; }
-xvfb-run -a sh -c 'wine wineboot -i >/dev/null 2>&1; timeout -k 10 \${DML_LANE_TIMEOUT:-900} wine "\$0" "\$@" </dev/null; echo \$? > '"\$rcfile"'; wineserver -k' "\$W/cp311/python.exe" "\$@" 2>&1 | cat
+# Stopped by a signal (Ctrl-C, a CI timeout, pkill), a run stops its Wine session before it
+# exits: Wine's processes inherit the lock, and one left over (seen: a zombie winedevice.exe
+# thread) held it, so every later run waited the full DML_LANE_LOCK_WAIT. The session runs in
+# the background so that the trap runs at once (bash defers traps while a foreground job runs).
+trap 'wineserver -k; rm -f "\$rcfile"; exit 143' TERM INT HUP
+xvfb-run -a sh -c 'wine wineboot -i >/dev/null 2>&1; timeout -k 10 \${DML_LANE_TIMEOUT:-900} wine "\$0" "\$@" </dev/null; echo \$? > '"\$rcfile"'; wineserver -k' "\$W/cp311/python.exe" "\$@" 2>&1 | cat &
+wait \$!
 rc=\$(cat "\$rcfile" 2>/dev/null); rm -f "\$rcfile"; exit "\${rc:-1}"
 RUN
 chmod +x run.sh.tmp
