@@ -200,42 +200,36 @@ def segmented_scan(
     S = e.op("Concat", *outs, axis=1)
     nb_bound = math.ceil(bound / B)
     if nb_bound > 1:
+        # the block ends' own scan reads keys or flags as this one does: with flags, opens[j]
+        # says columns 0..j all continue, so column j is in the run that was open at the block's
+        # start; the last one says the whole block continues it, which is what consecutive ends
+        # ask of each other
         ends_v = e.reshape(outs[-1], [-1])
+        ends_k = ends_cont = None
         if cont is None:
             ends_k = e.reshape(kcols[-1], [-1])
-            carry = segmented_scan(
-                e,
-                ends_k,
-                ends_v,
-                nb,
-                nb_bound,
-                step,
-                identity,
-                level + 1,
-                block,
-                key_dtype=key_dtype,
-            )
-            prev_key = e.reshape(shift(e, ends_k, 1, nb, minus1), [-1, 1])
-            match = e.op("Equal", Kk, prev_key)
         else:
-            # opens[j]: columns 0..j all continue, so column j is in the run that was open at
-            # the block's start; the last one says the whole block continues it, which is
-            # what the block ends' own scan asks of consecutive ends
             opens = [sames[0]]
             for j in range(1, B):
                 opens.append(e.op("And", opens[-1], sames[j]))
-            carry = segmented_scan(
-                e,
-                None,
-                ends_v,
-                nb,
-                nb_bound,
-                step,
-                identity,
-                level + 1,
-                block,
-                cont=e.reshape(opens[-1], [-1]),
-            )
+            ends_cont = e.reshape(opens[-1], [-1])
+        carry = segmented_scan(
+            e,
+            ends_k,
+            ends_v,
+            nb,
+            nb_bound,
+            step,
+            identity,
+            level + 1,
+            block,
+            cont=ends_cont,
+            key_dtype=key_dtype,
+        )
+        if ends_k is not None:
+            prev_key = e.reshape(shift(e, ends_k, 1, nb, minus1), [-1, 1])
+            match = e.op("Equal", Kk, prev_key)
+        else:
             match = e.op("Concat", *opens, axis=1)
         prev_carry = shift(e, carry, 1, nb, fill)
         S = _fix_up(e, step, match, prev_carry, S, nb, B, identity)
