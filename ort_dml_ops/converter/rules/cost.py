@@ -119,13 +119,11 @@ def node_costs(
             )
         opts["native"] = _option(passes, 0, out_bytes, note)
     if lowerable:
-        lowered_passes = _lowered_passes(node, family)
+        clean = family == "scatter" and _clean(node, target)
+        lowered_passes = _lowered_passes(node, family, clean)
         if lowered_passes is not None:
             copies, note = 0, "measured at 1e6 elements"
-            if family == "scatter" and _clean(node, target):
-                lowered_passes = WEBGPU_CLEAN_SCATTER_PASSES[_reduction(node)][
-                    0 if _static(node) else 1
-                ]
+            if clean:
                 copies = WEBGPU_CLEAN_SCATTER_COPIES
                 note += "; WebGPU-clean variant: the index guard's upload of the indices only"
             elif family == "scatter" and target == "webgpu":
@@ -217,12 +215,15 @@ def _family(node: ir.Node) -> str | None:
     return {"CumSum": "cumsum", "CumProd": "cumprod"}.get(node.op_type)
 
 
-def _lowered_passes(node: ir.Node, family: str | None) -> float | None:
+def _lowered_passes(node: ir.Node, family: str | None, clean: bool) -> float | None:
+    """The measured passes of the node's lowering; `clean`: the scatter takes the WebGPU-clean
+    variant, whose own figures apply."""
     if family in ("cumsum", "cumprod"):
         return SCAN_PASSES
     if family != "scatter" or len(node.inputs) < 3 or node.inputs[0] is None:
         return None
-    passes = SCATTER_PASSES.get(_reduction(node))
+    table = WEBGPU_CLEAN_SCATTER_PASSES if clean else SCATTER_PASSES
+    passes = table.get(_reduction(node))
     if passes is None:
         return None
     return passes[0 if _static(node) else 1]
