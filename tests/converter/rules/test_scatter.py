@@ -567,17 +567,7 @@ def test_scan_respects_the_targets_binding_width():
 def test_symbolic_shapes_with_empty_tensors_at_run_time(reduction):
     """Empty data, empty updates, zero-width rows: the converted model gives ORT's result shape
     (a 0 in a run-time shape is literal: Reshape allowzero; Range never gets a 0 step)."""
-    m = single_op(
-        "ScatterElements",
-        [
-            ("data", np.float32, ["a", "b"]),
-            ("indices", np.int64, ["t", "b"]),
-            ("updates", np.float32, ["t", "b"]),
-        ],
-        {"reduction": reduction, "axis": 0},
-        opset=18,
-        out_shape=["a", "b"],
-    )
+    m = elements_model(["a", "b"], ["t", "b"], 0, reduction, np.float32)
     low = lowered(m).model
     for d, t in (((0, 5), (0, 5)), ((3, 0), (4, 0)), ((3, 5), (0, 5))):
         feeds = {

@@ -120,17 +120,7 @@ def test_clean_long_runs_cross_scan_blocks(reduction, K, M):
 @pytest.mark.parametrize("reduction", ["none", "add", "max"])
 def test_clean_symbolic_shapes_and_empty_tensors(reduction):
     """Every dim a name (the run-time M ≤ 2^24 guard, K = 0, zero-width rows): ORT's result."""
-    m = single_op(
-        "ScatterElements",
-        [
-            ("data", np.float32, ["a", "b"]),
-            ("indices", np.int64, ["t", "b"]),
-            ("updates", np.float32, ["t", "b"]),
-        ],
-        {"reduction": reduction, "axis": 0},
-        opset=18,
-        out_shape=["a", "b"],
-    )
+    m = elements_model(["a", "b"], ["t", "b"], 0, reduction, np.float32)
     low = clean(m).model
     rng = np.random.default_rng(3)
     for d, t in (
