@@ -88,9 +88,14 @@ def run(args) -> int:
         ) as exc:
             first = str(exc).splitlines()[0]
             # the lowered scatter's run-time guard (converter/rules/scatter.py), or, on the CPU EP, its
-            # position table's Gather, which ORT checks itself and which may run first
+            # position table's gather, which ORT checks itself and which may run first: Gather
+            # (ScatterND's columns) or GatherElements (`Emitter.take`)
             if "/IndexOrSizeOutOfRange" in first or (
-                args.check_indices and "out of data bounds" in first
+                args.check_indices
+                and (
+                    "out of data bounds" in first
+                    or "Out of range value in index tensor" in first
+                )
             ):
                 first = (
                     "a scatter index is out of range, or its updates do not match its indices "

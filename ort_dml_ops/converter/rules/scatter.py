@@ -212,7 +212,7 @@ class ScatterLowering(Rule):
         shape = zeros_inferred(e, sizes.shape_tensor(e, data))
         if ok is not None:
             shape = e.op("Where", ok, shape, e.i64([BAD_DIM] * len(ddims)))
-        y = e.reshape(out, shape, zeros_mapped=True)
+        y = e.reshape(_before_reshapes(out), shape, zeros_mapped=True)
         if ok is not None:
             name_guard(e, y)
         note = f"{_show(K)} updates into {_show(M)} elements; reduction {red}"
@@ -225,6 +225,21 @@ class ScatterLowering(Rule):
         elif not ctx.check_indices:
             note += "; indices not checked (out-of-range indices write wrong elements)"
         return e.done([y], note)
+
+
+def _before_reshapes(v: ir.Value) -> ir.Value:
+    """v without the Reshapes that made it (the same elements in the same order).
+
+    The guard is a Reshape to Where(ok, shape, bad); ONNX Runtime's ReshapeFusion
+    (reshape_fusion.cc, `FuseContiguousReshapes`) turns a Reshape of a Reshape whose output
+    shape is known — a graph output declared static — into one Reshape to that constant shape,
+    which drops the guard (measured: a mismatch of the updates returned a value)."""
+    node = v.producer()
+    while node is not None and node.op_type == "Reshape" and node.domain == "":
+        src = node.inputs[0]
+        assert src is not None  # Reshape's data input is required
+        v, node = src, src.producer()
+    return v
 
 
 def _static_numel(v: ir.Value) -> int | None:
@@ -260,9 +275,29 @@ def positions_elements(
     table = sizes.iota(
         e, ddims[axis], np.int32, step=strides[axis]
     )  # arange(dim) · stride
-    pos = e.op(
-        "Gather", table, idx, axis=0
-    )  # negative indices count from the end, as in ONNX
+    # negative indices count from the end, as in ONNX (Gather and GatherElements both)
+    if flat:
+        pos = e.take(table, idx)
+        if any(
+            d != axis and not (isinstance(n, int) and n == 1)
+            for d, n in enumerate(idims)
+        ):
+            # back to the indices' rank for the broadcast sum below: the axis dim inferred, the
+            # others as they are, or 1 where 0 (then K = 0 and the sum broadcasts to empty:
+            # Reshape reads a 0 as "copy the input's dim", and more than one -1 fails)
+            pos = e.reshape(
+                pos,
+                sizes.concat(
+                    e,
+                    [
+                        -1 if d == axis else sizes.maximum(e, n, 1)
+                        for d, n in enumerate(idims)
+                    ],
+                ),
+                zeros_mapped=True,
+            )
+    else:
+        pos = e.op("Gather", table, idx, axis=0)
     base = None
     for d in range(rank):
         if d == axis or (isinstance(idims[d], int) and idims[d] == 1):
@@ -297,9 +332,7 @@ def positions_nd(
         stride = sizes.maximum(
             e, sizes.product(e, ddims[j + 1 :]), 1
         )  # 0 only for empty data
-        comp = e.op(
-            "Gather", sizes.iota(e, ddims[j], np.int32, step=stride), col, axis=0
-        )
+        comp = e.take(sizes.iota(e, ddims[j], np.int32, step=stride), col)
         tup = comp if tup is None else e.op("Add", tup, comp)
         if check:
             ok = both(e, ok, in_range(e, col, ddims[j], host), host)

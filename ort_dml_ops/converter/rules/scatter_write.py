@@ -97,7 +97,7 @@ def max_min_sequential(
     neutral = e.const(
         np.asarray([-np.inf if red == "max" else np.inf], dtype=dt.numpy())
     )
-    d = e.op("Gather", flat, spos, axis=0)
+    d = e.take(flat, spos)
     take_data = e.op("And", e.op("Not", not_first), e.op(compare, d, svals))
     items = choose(e, svals, d, take_data, K)
     bound = sizes.upper_bound(K, MAX_SLOTS)
@@ -200,7 +200,7 @@ def scatter_flat(
             spos, perm = e.op(
                 "TopK", pos, sizes.tensor(e, K), outputs=2, largest=0, sorted=1, axis=0
             )
-            svals = e.op("Gather", vals, perm, axis=0)
+            svals = e.take(vals, perm)
         else:
             rows = sizes.concat(e, [-1, row])
             rows_pos, perm = e.op(
@@ -304,7 +304,7 @@ def scatter_flat(
         # add, mul and integer max/min: data op (its run's fold, or the op's identity where no
         # update lands — x op identity == x bit for bit), one Gather at the slot number itself
         op, scanned = fold
-        contrib = e.op("Gather", scanned, e.cast(A, ir.DataType.INT32), axis=0)
+        contrib = e.take(scanned, e.cast(A, ir.DataType.INT32))
         return e.op(op, flat, contrib)
     mark = e.op("Greater", A, e.const(np.float32(0)))
     # int32 indices (K < 2^24): a float -> int32 Cast, never a 64-bit one. The write is a Gather
@@ -316,4 +316,4 @@ def scatter_flat(
         sizes.on_device(e, sizes.sub(e, M, 1 - lead), np.int32),
     )
     idx = e.op("Where", mark, src, sizes.iota(e, M, np.int32))
-    return e.op("Gather", e.op("Concat", flat, result, axis=0), idx, axis=0)
+    return e.take(e.op("Concat", flat, result, axis=0), idx)

@@ -208,7 +208,7 @@ def test_check_indices_fails_loudly():
     (y,) = run_cpu(r.model, feeds)
     np.testing.assert_array_equal(y, [0, 1, 1, 0])
     feeds["indices"] = np.array([1, 4])
-    with pytest.raises(Exception, match=r"out of|bounds|invalid"):
+    with pytest.raises(Exception, match=r"(?i)out of|bounds|invalid"):
         run_cpu(r.model, feeds)
 
 
@@ -529,7 +529,7 @@ def test_guard_is_on_by_default_and_fails_the_run(axis, bad):
     np.testing.assert_array_equal(y, want)
     feeds["indices"] = np.zeros((2, 3), np.int64)
     feeds["indices"][1, 2] = bad
-    with pytest.raises(Exception, match=r"IndexOrSizeOutOfRange|out of"):
+    with pytest.raises(Exception, match=r"(?i)IndexOrSizeOutOfRange|out of"):
         run_cpu(r.model, feeds)
     off = convert(m, "dml", strategy="lower", check_indices=False)
     assert not {t for _, t in op_types(off.model)} & {"ReduceMin", "ReduceMax"}
@@ -637,8 +637,11 @@ def test_updates_that_do_not_match_the_indices_fail_the_run_as_in_ort(
     with pytest.raises(Exception, match=r"differs|mismatch|shape|dimension"):
         run_cpu(m, feeds)  # ORT's own kernel refuses
     r = lowered(m)
-    # the guard's Reshape, or, on the CPU EP, a Gather of the updates, which ORT checks itself
-    with pytest.raises(Exception, match=r"IndexOrSizeOutOfRange|out of data bounds"):
+    # the guard's Reshape, or, on the CPU EP, a gather of the updates, which ORT checks itself
+    with pytest.raises(
+        Exception,
+        match=r"IndexOrSizeOutOfRange|out of data bounds|Out of range value in index tensor",
+    ):
         run_cpu(r.model, feeds)
 
 
