@@ -11,8 +11,9 @@ Shapes may be symbolic or data-dependent: every size (K, M, strides, the padding
 is an int when the graph knows it and otherwise comes from `Shape` / `Size` at run time
 (`sizes.py`), in small int64 nodes that ONNX Runtime keeps on the CPU next to a GPU EP.
 
-1. flat positions, int32 (M + K < 2^31, guarded): `index · stride` is a Gather from
-   `Range(0, dim · stride, stride)` (which also normalises negative indices, as Gather does),
+1. flat positions, int32 (M + K < 2^31, guarded): `index · stride` is a gather from
+   `Range(0, dim · stride, stride)` (which also normalises negative indices, as Gather does;
+   each 1-D gather of the rule is a GatherElements on [1, n] views, `Emitter.take`),
    plus a broadcast sum of the other coordinates' `Range`s — two full-size passes;
 2. reductions only: sort the positions (TopK, smallest first; equal keys keep index order;
    a last-axis scatter row by row), gather the updates in that order, and fold each run of
@@ -26,7 +27,7 @@ is an int when the graph knows it and otherwise comes from `Shape` / `Size` at r
    run's position (every other slot goes to a dummy position M, sliced off), so A[m] names
    the update that lands on m, 0 where none does. Add, mul and integer max / min: output =
    data op (the scan's output at A — the op's identity at the lead item); float max / min
-   and none: a Gather from [data; results] at `Where(A > 0, M + result index, m)`;
+   and none: a gather from [data; results] at `Where(A > 0, M + result index, m)`;
 4. guard (`scatter_guard.py`; on by default, `check_indices=False` drops it): the run fails,
    as ONNX Runtime's kernel does, when an index is outside [−dim, dim) — ReduceMin / ReduceMax of the indices
    decide a shape that the final Reshape refuses (a GPU Gather does not fail on a bad index

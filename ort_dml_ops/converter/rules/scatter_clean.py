@@ -107,7 +107,7 @@ def scatter_clean(
         sk, perm = e.op(
             "TopK", keys, sizes.tensor(e, K), outputs=2, largest=0, sorted=1, axis=0
         )
-        svals = e.op("Gather", vals, perm, axis=0)
+        svals = e.take(vals, perm)
     else:
         sk, perm = e.op(
             "TopK", keys, sizes.tensor(e, row), outputs=2, largest=0, sorted=1, axis=1
@@ -144,7 +144,7 @@ def scatter_clean(
             key_dtype=np.float32,
         )
         # the data element folded in last, as the DML-shaped graph does (data op run fold)
-        result = e.op(op, e.op("Gather", flat, spos, axis=0), scanned)
+        result = e.op(op, e.take(flat, spos), scanned)
     target = e.op("Where", is_last, spos, sizes.on_device(e, M, np.int32))
     zero = e.const(np.zeros((), dtype=dt.numpy()))
     padded = e.op("Pad", flat, e.i64([0, 1]), zero, mode="constant")
