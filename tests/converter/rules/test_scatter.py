@@ -578,6 +578,28 @@ def test_symbolic_shapes_with_empty_tensors_at_run_time(reduction):
         np.testing.assert_array_equal(run_cpu(low, feeds)[0], run_cpu(m, feeds)[0])
 
 
+@pytest.mark.parametrize("axis", [0, 1, 2])
+@pytest.mark.parametrize("reduction", ["add", "max"])
+def test_symbolic_rank3_indices_with_zero_dims_at_run_time(axis, reduction):
+    """The positions' gather is 1-D (`Emitter.take`) and reshaped back to the indices' rank for
+    the other coordinates' broadcast sum: with one, two or three zero dims at run time that
+    reshape must neither fail (two -1) nor misread a 0 as "copy the input's dim"."""
+    m = elements_model(["a", "b", "c"], ["p", "q", "r"], axis, reduction, np.float32)
+    low = lowered(m).model
+    rng = np.random.default_rng(axis)
+    data = np.arange(120, dtype=np.float32).reshape(4, 5, 6)
+    for shape in [(0, 3, 2), (2, 0, 2), (0, 0, 2), (0, 0, 0), (1, 0, 0), (2, 3, 2)]:
+        dim = data.shape[axis]
+        feeds = {
+            "data": data,
+            "indices": rng.integers(-dim, dim, shape).astype(np.int64),
+            "updates": rng.normal(size=shape).astype(np.float32),
+        }
+        np.testing.assert_allclose(
+            run_cpu(low, feeds)[0], run_cpu(m, feeds)[0], rtol=1e-6, atol=1e-6
+        )
+
+
 @pytest.mark.parametrize("reduction", ["none", "add", "mul", "max", "min"])
 @pytest.mark.parametrize("dtype", [np.float32, np.int32])
 @pytest.mark.parametrize("ishape", [[15], [100], ["k"]])
