@@ -269,16 +269,31 @@ def _chain(
         if not fast:
             outs.append(step(e, same, outs[-1], vcols[j], 1))
             continue
-        new_run = e.op("Not", same)
-        if op == "Mul":
-            one = e.const(np.ones((1, 1), dtype=np_dtype))
-            outs.append(e.op("Mul", vcols[j], e.op("Where", new_run, one, outs[-1])))
-        else:
-            zero = e.const(np.zeros((1, 1), dtype=np_dtype))
-            outs.append(e.op("Sub", vcols[j], e.op("Where", new_run, zero, neg)))
-            if j < len(vcols) - 1:
-                neg = e.op("Neg", outs[-1])
+        earlier = neg if op == "Add" else outs[-1]
+        # fast: a float Add or Mul, and Add carries −y from the first column on
+        assert op is not None and earlier is not None
+        outs.append(_float_fold(e, op, vcols[j], e.op("Not", same), earlier, np_dtype))
+        if op == "Add" and j < len(vcols) - 1:
+            neg = e.op("Neg", outs[-1])
     return outs
+
+
+def _float_fold(
+    e: Emitter,
+    op: str,
+    x: ir.Value,
+    new_run: ir.Value,
+    earlier: ir.Value,
+    np_dtype: np.dtype,
+) -> ir.Value:
+    """x folded with the earlier value where the run continues, x itself where `new_run`, bit
+    for bit, for float Add (`earlier` is then −y) and Mul — the form `_chain` explains: x −
+    Where(new, +0.0, −y) and x · Where(new, 1, y), the only constant in Where's true branch."""
+    if op == "Mul":
+        one = e.const(np.ones((1, 1), dtype=np_dtype))
+        return e.op("Mul", x, e.op("Where", new_run, one, earlier))
+    zero = e.const(np.zeros((1, 1), dtype=np_dtype))
+    return e.op("Sub", x, e.op("Where", new_run, zero, earlier))
 
 
 def _fix_up(
@@ -309,30 +324,22 @@ def _fix_up(
     """
     op = getattr(step, "fold_op", None)
     compare = getattr(step, "compare", None)
+    carry = e.reshape(prev_carry, [-1, 1])  # broadcast over the block
     if op is not None:
-        carry = e.reshape(prev_carry, [-1, 1])  # broadcast over the block
         if getattr(step, "floating", False) and op in ("Add", "Mul"):
-            # the chain's float form (`_chain`): the constant in Where's true branch, which
-            # ONNX Runtime's CPU Where keeps for +0.0 and 1.0; x − (+0.0) and x · 1 are x
             assert identity.dtype is not None  # a constant made by the caller
-            np_dtype = identity.dtype.numpy()
-            if op == "Mul":
-                one = e.const(np.ones((1, 1), dtype=np_dtype))
-                return e.op("Mul", S, e.op("Where", e.op("Not", match), one, carry))
-            zero = e.const(np.zeros((1, 1), dtype=np_dtype))
-            minus = e.op("Neg", carry)
-            return e.op("Sub", S, e.op("Where", e.op("Not", match), zero, minus))
+            earlier = e.op("Neg", carry) if op == "Add" else carry
+            return _float_fold(
+                e, op, S, e.op("Not", match), earlier, identity.dtype.numpy()
+            )
         # integers: Where is exact, and x op identity == x
         return e.op(op, S, e.op("Where", match, carry, e.reshape(identity, [1, 1])))
     if compare is not None:
-        carry = e.reshape(prev_carry, [-1, 1])
         keep = e.op("And", match, e.op(compare, carry, S))
         # an int Where of constants (exact): column B (the carry) where kept, else column j
         pick = e.op("Where", keep, e.i32([[B]]), e.i32(np.arange(B).reshape(1, B)))
         return e.op("GatherElements", e.op("Concat", S, carry, axis=1), pick, axis=1)
-    return step(
-        e, match, e.reshape(prev_carry, [-1, 1]), S, B
-    )  # prev_carry broadcasts over the block
+    return step(e, match, carry, S, B)
 
 
 def _hillis_steele(
