@@ -132,13 +132,7 @@ def max_min_sequential(
             block=block,
             cont=cont,
         )
-    cont = e.op(
-        "Pad",
-        cont,
-        sizes.concat(e, [1, sizes.sub(e, lead, sizes.add(e, K, 1))]),
-        e.const(np.zeros((), dtype=bool)),
-        mode="constant",
-    )
+    cont = with_lead(e, cont, K, lead, e.const(np.zeros((), dtype=bool)))
     return segmented_scan(
         e,
         None,
@@ -159,14 +153,17 @@ def lead_length(e: Emitter, K: Size, block: int) -> Size:
 
 
 def with_lead(e: Emitter, x: ir.Value, K: Size, Kp: Size, fill: ir.Value) -> ir.Value:
-    """x (K items) as the scan's input: one `fill` item first, `fill` after to length Kp.
+    """x (K items) as the scan's input: one `fill` item first, `fill` after to length Kp
+    (`fill`: one element; the values, or their run flags with a False fill).
 
     The lead item is why: its index in the scanned result is the slot number MaxUnpool writes
     (slot s ≥ 1 is sorted update s − 1, at index s; 0, where no update lands, reads the lead
     item), so the write gathers from the scan's own output at the slot — no Slice of the padding
     and no Concat of a first item, two full-size passes a padded scan used to take."""
     pads = sizes.concat(e, [1, sizes.sub(e, Kp, sizes.add(e, K, 1))])
-    return e.op("Pad", x, pads, e.reshape(fill, []), mode="constant")
+    if fill.shape is None or len(fill.shape) != 0:
+        fill = e.reshape(fill, [])  # Pad's value is a scalar
+    return e.op("Pad", x, pads, fill, mode="constant")
 
 
 def scatter_flat(
