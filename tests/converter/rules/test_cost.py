@@ -9,6 +9,8 @@ from ort_dml_ops import convert
 from ort_dml_ops.converter.rules.cost import OptionCost, dominated
 from tests.converter.rules._util import run_cpu, single_op
 
+from .test_scatter import elements_model
+
 
 def _scatter(dtype, reduction="add", n=50):
     return single_op(
@@ -101,18 +103,6 @@ def test_dominated_needs_no_worse_on_both_and_better_on_one():
     assert not dominated(costs, "lowered", by="missing")
 
 
-def _scatter_rows(n: int, reduction: str, dtype, symbolic: bool):
-    """ScatterElements along the last axis of [n, n] data with as many updates: the case the
-    scatter pass figures were measured on."""
-    dims = ["rows", "cols"] if symbolic else [n, n]
-    return single_op(
-        "ScatterElements",
-        [("data", dtype, dims), ("indices", np.int64, dims), ("updates", dtype, dims)],
-        {"axis": 1, "reduction": reduction},
-        opset=18,
-    )
-
-
 @pytest.mark.parametrize("symbolic", [False, True], ids=["static", "symbolic"])
 @pytest.mark.parametrize(
     "target,reduction",
@@ -131,7 +121,9 @@ def test_scatter_pass_figures_are_what_the_lowered_graph_writes(
     n = 1000
     dtype = np.int32 if reduction == "int_max_min" else np.float32
     op_red = "max" if reduction == "int_max_min" else reduction
-    model = _scatter_rows(n, op_red, dtype, symbolic)
+    # along the last axis of [n, n] data with as many updates: what the figures were measured on
+    dims = ["rows", "cols"] if symbolic else [n, n]
+    model = elements_model(dims, dims, 1, op_red, dtype)
     rng = np.random.default_rng(0)
     if op_red == "none":
         indices = np.argsort(rng.random((n, n)), axis=1)
