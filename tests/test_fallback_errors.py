@@ -129,6 +129,9 @@ def test_run_after_a_failed_iobinding_run_does_not_raise(session):
 
 CTRL_C = """
 import os, signal, sys, threading, time
+# Python's own Ctrl-C handler, as in a terminal: a parent that ignores SIGINT (a background job
+# of a non-interactive shell) passes SIG_IGN through exec, and the SIGINT below would be lost
+signal.signal(signal.SIGINT, signal.default_int_handler)
 import numpy as np
 import onnx
 from onnx import TensorProto, helper
