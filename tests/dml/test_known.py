@@ -20,6 +20,7 @@ FORMER = {s.name: s for s in corpus.former_emulator_failure_specs()}
 WORKS = {s.name: s for s in corpus.working_pattern_specs()}
 GUARD = corpus.cpu_fallback_guard_spec()
 ALLOWZERO = {s.name: s for s in corpus.reshape_allowzero_specs()}
+SIGNED_ZERO = corpus.where_signed_zero_spec()
 LANE_CASES = [
     s.case()
     for s in (
@@ -28,10 +29,11 @@ LANE_CASES = [
         *WORKS.values(),
         GUARD,
         *ALLOWZERO.values(),
+        SIGNED_ZERO,
     )
 ]
 LANE_CASES += [
-    s.case("cpu") for s in ALLOWZERO.values()
+    s.case("cpu") for s in (*ALLOWZERO.values(), SIGNED_ZERO)
 ]  # the same build's CPU EP: a control
 
 
@@ -138,3 +140,26 @@ def test_reshape_allowzero_on_dml(lane_results, name):
     assert r.stage == ("run" if symbolic else "session"), (r.stage, r.error)
     assert "MLOperatorAuthorImpl.cpp" in (r.error or ""), r.error
     assert symbolic or "80070057" in (r.error or ""), r.error
+
+
+def test_where_keeps_a_selected_negative_zero_on_dml_not_on_the_cpu_ep(lane_results):
+    """DML's Where copies the picked element (−0.0 and NaN included), as ONNX defines it; the CPU
+    EP of the same build turns a −0.0 picked from the true branch into +0.0 (where_op.cc). The
+    scatter lowering's float picks stay GatherElements (segscan.select_bits,
+    scatter_write.choose) although the DML EP would not need them: a converted model must be
+    exact wherever ORT runs it, and ORT falls back to the CPU EP silently. See
+    corpus.where_signed_zero_spec() and docs/performance.md (issue 19: what exactness costs)."""
+    spec = SIGNED_ZERO
+    dml, cpu = lane_results[spec.name], lane_results[f"{spec.name}@cpu"]
+    _assert_ran_on_dml(dml)
+    assert dml.placement == {"where": DML}, dml.placement
+    x, y, c = spec.inputs["x"], spec.inputs["y"], spec.inputs["c"]
+    want = np.where(c, x, y)  # numpy picks elements: -0.0 stays -0.0
+    got = np.asarray(dml.outputs[0])
+    assert np.array_equal(np.signbit(got), np.signbit(want)), got
+    np.testing.assert_array_equal(got, want)
+    assert cpu.ok, cpu.error
+    on_cpu = np.asarray(cpu.outputs[0])
+    np.testing.assert_array_equal(on_cpu, want)  # equal as numbers ...
+    # ... but the true branch's -0.0 lost its sign (rows 0 and 2); the false branch kept it
+    assert list(np.signbit(on_cpu)) == [False, True, False, False], on_cpu

@@ -329,6 +329,28 @@ def test_signed_zeros_survive(reduction):
     _bits_equal(y, want)
 
 
+def test_ort_cpu_where_drops_the_sign_of_a_negative_zero_from_its_true_branch():
+    """Why the lowering's float picks are GatherElements (segscan.select_bits,
+    scatter_write.choose), which cost passes: ORT's CPU Where (where_op.cc: each branch is
+    selected against a zero default, then merged with `x != 0 ? x : y`) returns +0.0 for a
+    −0.0 picked from its true branch. If this fails, ORT's Where copies elements now, and the
+    picks can become Wheres (the DML EP's already does: tests/dml/test_known.py)."""
+    m = single_op(
+        "Where",
+        [("c", np.bool_, [4]), ("a", np.float32, [4]), ("b", np.float32, [4])],
+        opset=18,
+        out_type=np.float32,
+    )
+    c = np.array([True, False, True, False])
+    a = np.array([-0.0, 1.0, -0.0, 1.0], np.float32)
+    b = np.array([2.0, -0.0, 0.0, -0.0], np.float32)
+    (w,) = run_cpu(m, {"c": c, "a": a, "b": b})
+    want = np.where(c, a, b)  # numpy picks elements: every row is -0.0
+    np.testing.assert_array_equal(w, want)
+    assert list(np.signbit(want)) == [True, True, True, True]
+    assert list(np.signbit(w)) == [False, True, False, True]
+
+
 @pytest.mark.parametrize("op", ["ScatterElements", "ScatterND"])
 def test_no_updates_is_identity(op):
     if op == "ScatterElements":

@@ -19,6 +19,7 @@ from .patterns import (
     former_emulator_failure_specs,
     reshape_allowzero_specs,
     slice_pad_mul_spec,
+    where_signed_zero_spec,
     working_pattern_specs,
 )
 from .reference import compare, numpy_cumsum, reference
@@ -60,6 +61,7 @@ __all__ = [
     "scatter_nd_spec",
     "slice_pad_mul_spec",
     "unary_binary_spec",
+    "where_signed_zero_spec",
     "working_pattern_specs",
 ]
 

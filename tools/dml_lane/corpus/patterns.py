@@ -1,9 +1,10 @@
 """Small multi-node patterns: the shapes that once failed under the old Wine 8 lane, the
-CPU-fallback guard, Reshape(allowzero), and working fused patterns.
+CPU-fallback guard, Reshape(allowzero), Where's signed zero, and working fused patterns.
 """
 
 from __future__ import annotations
 
+import numpy as np
 import onnx.helper as oh
 
 from ..driver import DML
@@ -178,3 +179,35 @@ def working_pattern_specs() -> list[Spec]:
             "slice_pad", shape=(3, 257), name="Slice->Pad(1)->Mul-3x257-op17"
         ),
     ]
+
+
+def where_signed_zero_spec() -> Spec:
+    """Where-16 picking −0.0 from each branch (issue 19: why the scatter lowering copies bits).
+
+    ONNX's Where selects elements, so a selected −0.0 stays −0.0. ORT's CPU kernel
+    (where_op.cc) selects each branch against a zero default and merges them with
+    `x != 0 ? x : y`, so a −0.0 picked from the true branch comes out +0.0; the false branch
+    keeps it. The lowered scatter's float picks are GatherElements for that reason
+    (segscan.select_bits, scatter_write.choose): a converted model must be exact on the CPU EP
+    too. Rows: true with −0.0, false with −0.0, true with −0.0 against +0.0, false with NaN."""
+    node = oh.make_node("Where", ["c", "x", "y"], ["w"], name="where")
+    m = model(
+        [node],
+        [_vi("c", T.BOOL, [4]), _vi("x", T.FLOAT, [4]), _vi("y", T.FLOAT, [4])],
+        [_vi("w", T.FLOAT, [4])],
+        opset=18,
+    )
+    inputs = {
+        "c": np.array([True, False, True, False]),
+        "x": np.array([-0.0, 1.0, -0.0, 1.0], np.float32),
+        "y": np.array([2.0, -0.0, 0.0, np.nan], np.float32),
+    }
+    return Spec(
+        "Where-signed-zero-float32-op18",
+        "Where",
+        "float32",
+        18,
+        m,
+        inputs,
+        expect_placement={"where": DML},
+    )
