@@ -330,10 +330,25 @@ def _signals_deferred():
     try:
         yield
     finally:
-        for held_sig, handler in held.items():
-            signal.signal(held_sig, handler)
+        _put_back(held)
         for signum in dict.fromkeys(pending):
             held[signum](signum, None)
+
+
+def _put_back(held: dict[int, Callable[[int, Any], Any]]) -> None:
+    """Reinstall the held handlers. A signal that arrives once the first is back runs it (a
+    KeyboardInterrupt, say) before the next one is back, which would stay deferring into a list
+    nobody reads: a later SIGTERM would be lost. The rest are reinstalled on the way out of such
+    an interrupt. (Blocking the signals meanwhile would not do: pthread_sigmask masks only the
+    calling thread, and ORT's pool threads take a process-directed signal for it.)"""
+    todo = list(held.items())
+    try:
+        while todo:
+            signal.signal(*todo[0])
+            todo.pop(0)
+    finally:
+        for sig, handler in todo:
+            signal.signal(sig, handler)
 
 
 def _session_source(model):

@@ -7,6 +7,8 @@ ScatterElements refuses an out-of-range index (checked here too, on the same fee
 
 from __future__ import annotations
 
+import os
+import signal
 import subprocess
 import sys
 import threading
@@ -19,6 +21,7 @@ from onnxruntime.capi.onnxruntime_pybind11_state import InvalidArgument
 
 import ort_dml_ops
 from ort_dml_ops import DOMAIN
+from ort_dml_ops.session import _signals_deferred
 
 CPU = ["CPUExecutionProvider"]
 
@@ -172,3 +175,46 @@ def test_ctrl_c_inside_a_fallback_kernel_is_a_keyboard_interrupt():
         "KeyboardInterrupt",
         "[[2.0, 2.0], [4.0, 4.0]]",
     ], out.stdout
+
+
+@pytest.mark.skipif(not hasattr(signal, "SIGTERM"), reason="needs SIGINT and SIGTERM")
+def test_a_signal_while_the_handlers_are_put_back_leaves_none_deferred(monkeypatch):
+    """A real SIGINT that lands after the run, once SIGINT's handler is back but before
+    SIGTERM's is: the caller gets its KeyboardInterrupt, and SIGTERM still reaches its own
+    handler (it was left deferring into a dropped list, so a later SIGTERM was lost)."""
+    terms = []
+
+    def on_int(signum, frame):
+        raise KeyboardInterrupt
+
+    def on_term(signum, frame):
+        terms.append(signum)
+
+    old_int = signal.signal(signal.SIGINT, on_int)
+    old_term = signal.signal(signal.SIGTERM, on_term)
+    install = signal.signal
+    sent = []
+
+    def install_then_interrupt(sig, handler):
+        before = install(sig, handler)
+        if sig == signal.SIGINT and handler is on_int and not sent:
+            sent.append(sig)
+            os.kill(os.getpid(), signal.SIGINT)  # Python runs on_int at its next check
+        return before
+
+    try:
+        monkeypatch.setattr(signal, "signal", install_then_interrupt)
+        with pytest.raises(KeyboardInterrupt), _signals_deferred():
+            pass
+        monkeypatch.undo()
+        assert sent == [signal.SIGINT]
+        assert signal.getsignal(signal.SIGINT) is on_int
+        assert signal.getsignal(signal.SIGTERM) is on_term
+        os.kill(os.getpid(), signal.SIGTERM)
+        for _ in range(100):  # the handler runs between bytecodes of this thread
+            if terms:
+                break
+        assert terms == [signal.SIGTERM]
+    finally:
+        signal.signal(signal.SIGINT, old_int)
+        signal.signal(signal.SIGTERM, old_term)
