@@ -1,9 +1,9 @@
-"""CumSum on a long axis, for WebGPU -> the blocked Add scan of cumprod.py (Split, Add, Concat).
+"""CumSum on a long axis, for WebGPU -> the blocked Add scan of blockscan.py (Split, Add, Concat).
 
 ORT's WebGPU CumSum (onnxruntime/core/providers/webgpu/math/cumsum.cc) computes every output
 element by a loop over its whole prefix along the axis: O(n) reads per element, O(n²) work per
 line. Measured on the plugin (docs/performance.md), it is tens of times slower than the CPU EP at
-an axis length of 1000. The blocked scan of cumprod.py with Add does O(1) full passes per level
+an axis length of 1000. The blocked scan of blockscan.py with Add does O(1) full passes per level
 and log_w(n) levels (w = the target's Split/Concat width, 8 on WebGPU).
 
 `auto` uses this rule on WebGPU only where the axis is longer than the target's
@@ -28,7 +28,7 @@ from ._base import (
     const_array,
     static_shape,
 )
-from .cumprod import scan_plan, scan_static
+from .blockscan import scan_plan, scan_static
 
 #: element types the WebGPU EP runs Add, Split and Concat for (recorded table, webgpu_0.4.0.json)
 SUPPORTED = {

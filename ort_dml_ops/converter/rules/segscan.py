@@ -112,9 +112,9 @@ def prefix_count(
     ONNX's CumSum, except where the target's own CumSum is known to be slow for this length
     (``cost_facts["cumsum_native_max_axis"]``: WebGPU's kernel reads the whole prefix for every
     element, onnxruntime/core/providers/webgpu/math/cumsum.cc); there, when n is static, the
-    blocked Add scan of cumprod.py, no wider than the target binds."""
+    blocked Add scan of blockscan.py, no wider than the target binds."""
     from ...targets import get_target
-    from .cumprod import scan_static
+    from .blockscan import scan_static
 
     target = get_target(e.ctx.target)
     limit = target.cost_facts.get("cumsum_native_max_axis")

@@ -13,7 +13,7 @@ import pytest
 
 from ort_dml_ops import DOMAIN
 from ort_dml_ops.conversion import convert
-from ort_dml_ops.converter.rules.cumprod import block_size
+from ort_dml_ops.converter.rules.blockscan import block_size
 
 from ._util import op_types, run_cpu, single_op
 

@@ -1,0 +1,230 @@
+"""The blocked scan of blockscan.py along an axis whose length is known only at run time.
+
+The same radix scan with a fixed block width (16, or 4 on strided columns) and the block counts
+computed at run time (`scan_symbolic`): two (four) levels of chains, then Hillis–Steele doubling
+steps on the remaining block totals, which are 256 times smaller than x. Exact (the same op
+applications, reassociated) for every length < 2^31; the node count does not depend on the
+length. Where the other dims are symbolic too, a doubling scan on x itself (`scan_doubling`).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import onnx_ir as ir
+
+from . import sizes
+from ._base import Emitter
+from .blockscan import (
+    RADIX,
+    SMALL_INNER,
+    known_product,
+    links,
+    op_identity,
+    with_prefix,
+)
+
+#: A symbolic axis length is below 2**DYN_STEPS (what the doubling steps of its scan cover).
+DYN_STEPS = 31
+#: Block width of the symbolic-length scan on contiguous slices (two levels: 256 per block total).
+DYN_BLOCK = 16
+
+
+def scan_symbolic(
+    e: Emitter,
+    x: ir.Value,
+    shape: list[int | None],
+    axis: int,
+    op: str,
+    exclusive: bool,
+    reverse: bool,
+    dtype: ir.DataType,
+    max_width: int | None = None,
+) -> tuple[ir.Value, str]:
+    """Scan along an axis whose length n is known only at run time: the radix scan of the static
+    path with a fixed block width, so the node count does not depend on n and the work stays
+    that of the static plan for the same n.
+
+    x is viewed as [P, n, I] (P, I: products of the dims before / after the axis, static or
+    from Shape). Level by level: pad the axis to a multiple of b (with ones, at the end, or at
+    the start of a reverse scan), chain the b columns of every block, scan the block totals
+    (exclusive) one level down, combine, Concat, slice the padding off. After CHAIN_LEVELS_DYN
+    levels the n / b^levels totals left are finished by Hillis–Steele steps, as many as a length
+    below 2^31 needs — on a tensor b^levels times smaller than x.
+    """
+    post = shape[axis + 1 :]
+    others = shape[:axis] + post
+    if any(d is None or d == 0 for d in others):
+        y = scan_doubling(e, x, axis, len(shape), op, exclusive, reverse, dtype)
+        return y, (
+            f"symbolic axis length and other dims symbolic: {DYN_STEPS}-step doubling scan on x itself "
+            "(exact for empty tensors too)"
+        )
+    I_static = known_product(post)
+    small_inner = I_static is not None and I_static < SMALL_INNER
+    b, levels = (RADIX, 4) if small_inner else (DYN_BLOCK, 2)
+    if (
+        max_width is not None and b > max_width
+    ):  # a target binding few tensors per node: narrower, deeper
+        levels = math.ceil(levels * math.log2(b) / math.log2(max_width))
+        b = max_width
+    dims = sizes.dims(e, x)
+    P = sizes.product(e, dims[:axis])
+    I = sizes.product(e, dims[axis + 1 :])
+    n = dims[axis]
+    view = e.reshape(x, sizes.concat(e, [P, n, I]))
+    y = _radix_symbolic(
+        e, view, P, n, I, op, exclusive, reverse, dtype, b, levels, DYN_STEPS
+    )
+    y = e.reshape(y, sizes.shape_tensor(e, x))
+    hs = max(0, DYN_STEPS - levels * int(math.log2(b)))
+    note = (
+        f"symbolic axis length: {levels} levels of blocks of {b}, then {hs} doubling steps on the "
+        f"block totals (exact for every length < 2^{DYN_STEPS}; node count independent of the length)"
+    )
+    return y, note
+
+
+def _radix_symbolic(
+    e: Emitter,
+    x: ir.Value,
+    P,
+    n,
+    I,
+    op: str,
+    exclusive: bool,
+    reverse: bool,
+    dtype: ir.DataType,
+    b: int,
+    levels: int,
+    bits: int,
+) -> ir.Value:
+    """Scan along axis 1 of the [P, n, I] view x, n a run-time [1] int64 (or int)."""
+    if levels == 0:
+        return _doubling(e, x, n, op, exclusive, reverse, dtype, max(0, bits))
+    m = sizes.ceil_div(e, n, b)
+    pad = sizes.sub(e, sizes.mul(e, m, b), n)
+    fill = e.scalar(op_identity(op, dtype), dtype)
+    pads = sizes.concat(e, [0, pad, 0, 0, 0, 0] if reverse else [0, 0, 0, 0, pad, 0])
+    x = e.op("Pad", x, pads, fill, mode="constant")
+    rows = sizes.mul(e, P, m)
+    cols = e.split(e.reshape(x, sizes.concat(e, [rows, b, I])), [1] * b, 1)
+    order = list(range(b - 1, -1, -1)) if reverse else list(range(b))
+    within = links(e, cols, order, op, dtype)
+    totals = e.reshape(within[order[-1]], sizes.concat(e, [P, m, I]))
+    prefix = _radix_symbolic(
+        e,
+        totals,
+        P,
+        m,
+        I,
+        op,
+        True,
+        reverse,
+        dtype,
+        b,
+        levels - 1,
+        bits - int(math.log2(b)),
+    )
+    prefix = e.reshape(prefix, sizes.concat(e, [rows, 1, I]))
+    y = e.reshape(
+        with_prefix(e, prefix, within, order, op, exclusive, dtype),
+        sizes.concat(e, [P, sizes.mul(e, m, b), I]),
+    )
+    start = pad if reverse else 0
+    return e.op(
+        "Slice",
+        y,
+        sizes.tensor(e, start),
+        sizes.tensor(e, sizes.add(e, start, n)),
+        e.i64([1]),
+        dtype=dtype,
+    )
+
+
+def _doubling(
+    e: Emitter,
+    x: ir.Value,
+    n,
+    op: str,
+    exclusive: bool,
+    reverse: bool,
+    dtype: ir.DataType,
+    steps: int,
+) -> ir.Value:
+    """Hillis–Steele along axis 1 of a [P, n, I] view: `steps` steps y = y ⊕ shift(y, 2^k), each
+    shift a Pad (identity) then Slice; exact for every length < 2^steps."""
+    ident = e.scalar(op_identity(op, dtype), dtype)
+    n_t = sizes.tensor(e, n)
+
+    def shift(t: ir.Value, s: int) -> ir.Value:
+        w = e.op("Min", e.i64([s]), n_t)
+        pads = (
+            e.op("Concat", e.i64([0, 0, 0, 0]), w, e.i64([0]), axis=0)
+            if reverse
+            else e.op("Concat", e.i64([0]), w, e.i64([0, 0, 0, 0]), axis=0)
+        )
+        padded = e.op("Pad", t, pads, ident, mode="constant")
+        if reverse:
+            return e.op(
+                "Slice", padded, w, e.op("Add", w, n_t), e.i64([1]), dtype=dtype
+            )
+        return e.op("Slice", padded, e.i64([0]), n_t, e.i64([1]), dtype=dtype)
+
+    y = x
+    for k in range(steps):
+        y = e.op(op, y, shift(y, 2**k), dtype=dtype)
+    if exclusive:
+        y = shift(y, 1)
+    return y
+
+
+def scan_doubling(
+    e: Emitter,
+    x: ir.Value,
+    axis: int,
+    rank: int,
+    op: str,
+    exclusive: bool,
+    reverse: bool,
+    dtype: ir.DataType,
+) -> ir.Value:
+    """Hillis–Steele on x itself along `axis`, pad widths clipped to the run-time axis length
+    (DYN_STEPS full-size steps): no Reshape, so it is exact for empty tensors of any shape —
+    the radix scan's views cannot express two zero dims without Reshape's allowzero, which the
+    DML EP refuses."""
+    ident = e.const(np.asarray(op_identity(op, dtype), dtype=dtype.numpy()))
+    n = e.slice(e.op("Shape", x), [axis], [axis + 1], [0])  # [1] int64
+    zeros_before = e.i64([0] * axis)
+    zeros_mid = e.i64([0] * (rank - 1))
+    zeros_after = e.i64([0] * (rank - axis - 1))
+
+    def shift(t: ir.Value, s: int) -> ir.Value:
+        w = e.op("Min", e.i64([s]), n)
+        parts = (
+            [zeros_before, e.i64([0]), zeros_mid, w, zeros_after]
+            if reverse
+            else [zeros_before, w, zeros_mid, e.i64([0]), zeros_after]
+        )
+        parts = [
+            p
+            for p in parts
+            if not (p is zeros_before and axis == 0)
+            and not (p is zeros_after and axis == rank - 1)
+            and not (p is zeros_mid and rank == 1)
+        ]
+        pads = e.op("Concat", *parts, axis=0)
+        padded = e.pad(t, pads, ident)
+        if reverse:
+            return e.op(
+                "Slice", padded, w, e.op("Add", w, n), e.i64([axis]), dtype=dtype
+            )
+        return e.op("Slice", padded, e.i64([0]), n, e.i64([axis]), dtype=dtype)
+
+    y = x
+    for k in range(DYN_STEPS):
+        y = e.op(op, y, shift(y, 2**k), dtype=dtype)
+    if exclusive:
+        y = shift(y, 1)
+    return y
