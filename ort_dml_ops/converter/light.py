@@ -4,7 +4,7 @@ copying its weights.
 onnx's shape inference and checker need a ModelProto, but not the bytes of large tensors.
 Like onnx-ir's own `ShapeInferencePass` (onnx_ir/passes/common/_c_api_utils.py,
 `call_onnx_api`), a large main-graph initializer is left out of the serialized copy; here it
-is written as the same stub `modelio.detach_large_initializers` writes (external data at
+is written as the same stub `large_tensors.detach_large_initializers` writes (external data at
 `ort-dml-ops-detached:<name>`), so `modelio.without_external_data` turns it and every real
 external tensor into a graph input of the same type. The model itself is not changed.
 """
@@ -14,7 +14,7 @@ from __future__ import annotations
 import onnx
 import onnx_ir as ir
 
-from ..modelio import DETACHED, STREAM_BYTES
+from ..large_tensors import DETACHED, STREAM_BYTES
 
 
 def serialize_light(model: ir.Model) -> onnx.ModelProto:

@@ -31,9 +31,8 @@ import onnx_ir.passes
 
 from .. import collector
 from ..errors import UserError
+from ..large_tensors import attach_detached, detach_large_initializers
 from ..modelio import (
-    attach_detached,
-    detach_large_initializers,
     external_data_bytes,
     fix_ir_version,
     graphs,
@@ -101,7 +100,7 @@ def convert(
     if base_dir is not None and not external_data_bytes(original):
         base_dir = None
     # large initializers are detached for the whole conversion (never copied, never fed to
-    # shape inference or the checker) and put back at the end: modelio.detach_large_initializers
+    # shape inference or the checker) and put back at the end: large_tensors.detach_large_initializers
     proto, detached = detach_large_initializers(original)
     check_original(proto)
     signature = signature_of(proto.graph)

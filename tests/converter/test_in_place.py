@@ -119,7 +119,7 @@ def test_folds_and_repairs_in_place_like_convert():
 
 
 def test_a_large_in_memory_initializer_is_never_copied():
-    """A weight above modelio.STREAM_BYTES held in memory stays the very tensor object the
+    """A weight above large_tensors.STREAM_BYTES held in memory stays the very tensor object the
     caller gave (onnx's C API steps see it as a stub: light.serialize_light)."""
     proto = single_op(
         "CumSum",
