@@ -241,7 +241,7 @@ def _apply_fallback(graph, node, ctx, rep: NodeReport, why: str) -> NodeReport:
 def _own_outputs(rw: Rewrite, node: ir.Node, ctx: RewriteContext) -> Rewrite:
     """Each new output produced by the rewrite's own nodes, else through an Identity.
 
-    The emitter shares what the graph's earlier rewrites made (rules/_base.Emitter), so a node
+    The emitter shares what the graph's earlier rewrites made (rules/emitter.Emitter), so a node
     identical to an earlier one (same op, inputs and attributes) gets the earlier node's output
     value back; `_replace` would then rename that value, and the earlier node's output (a graph
     output, say) would lose its name. Likewise an output that is one of the node's own inputs."""

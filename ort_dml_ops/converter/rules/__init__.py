@@ -8,11 +8,12 @@ before them; `fallback.route_to_fallback` routes a node to the Python custom ops
 from __future__ import annotations
 
 from ..._domain import DOMAIN
-from ._base import Emitter, Refusal, Rewrite, RewriteContext, Rule
+from ._base import Refusal, Rewrite, RewriteContext, Rule
 from .cumprod import CumProdLowering
 from .cumprod_native import CumProdToOnnx
 from .cumsum_cast import CumSumCast
 from .cumsum_scan import CumSumScan
+from .emitter import Emitter
 from .scatter import ScatterLowering
 
 #: (domain, op_type) of every node convert() considers

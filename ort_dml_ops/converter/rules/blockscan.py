@@ -39,7 +39,7 @@ import math
 import numpy as np
 import onnx_ir as ir
 
-from ._base import Emitter
+from .emitter import Emitter
 
 #: Axes this short are scanned with a single chain (slices of at least SMALL_INNER elements).
 FLAT_MAX = 32

@@ -15,7 +15,6 @@ import numpy as np
 import onnx_ir as ir
 
 from . import sizes
-from ._base import Emitter
 from .blockscan import (
     RADIX,
     SMALL_INNER,
@@ -24,6 +23,7 @@ from .blockscan import (
     op_identity,
     with_prefix,
 )
+from .emitter import Emitter
 
 #: A symbolic axis length is below 2**DYN_STEPS (what the doubling steps of its scan cover).
 DYN_STEPS = 31

@@ -13,7 +13,6 @@ import onnx_ir as ir
 
 from ..._domain import DOMAIN
 from ._base import (
-    Emitter,
     Refusal,
     Rewrite,
     RewriteContext,
@@ -24,6 +23,7 @@ from ._base import (
 )
 from .blockscan import scan_plan, scan_static
 from .blockscan_symbolic import scan_symbolic
+from .emitter import Emitter
 
 #: dtypes the Mul-based lowering supports (ONNX Mul-14 type set minus bool).
 SUPPORTED = {

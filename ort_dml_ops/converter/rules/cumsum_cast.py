@@ -12,7 +12,8 @@ from __future__ import annotations
 import onnx_ir as ir
 
 from ..._domain import DOMAIN
-from ._base import Emitter, Refusal, Rewrite, RewriteContext, Rule
+from ._base import Refusal, Rewrite, RewriteContext, Rule
+from .emitter import Emitter
 
 #: source dtype -> (compute dtype, precision consequence)
 CASTS = {

@@ -19,7 +19,6 @@ import onnx_ir as ir
 
 from ..._domain import DOMAIN
 from ._base import (
-    Emitter,
     Refusal,
     Rewrite,
     RewriteContext,
@@ -29,6 +28,7 @@ from ._base import (
     static_shape,
 )
 from .blockscan import scan_plan, scan_static
+from .emitter import Emitter
 
 #: element types the WebGPU EP runs Add, Split and Concat for (recorded table, webgpu_0.4.0.json)
 SUPPORTED = {

@@ -13,7 +13,8 @@ from __future__ import annotations
 import onnx_ir as ir
 
 from ..._domain import DOMAIN
-from ._base import Emitter, Rewrite, RewriteContext
+from ._base import Rewrite, RewriteContext
+from .emitter import Emitter
 
 #: ONNX op type -> the fallback op that computes it
 FALLBACK_OPS = {

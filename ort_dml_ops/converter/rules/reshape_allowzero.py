@@ -10,7 +10,7 @@ Every dynamo export (RoBERTa's node_view_1, PyG's GCNConv) fails on DirectML bec
 
 allowzero=1 differs from the default only where the shape holds a 0 (a literal empty dim, not
 "copy"). The rewrite keeps that meaning: a constant shape with no 0 just drops the attribute;
-otherwise its zeros become -1 (`_base.zeros_inferred`), which Reshape infers as 0 — exact where
+otherwise its zeros become -1 (`emitter.zeros_inferred`), which Reshape infers as 0 — exact where
 at most one dim is 0 (allowzero=1 forbids a -1 beside a 0), a loud Reshape failure with two.
 """
 
@@ -19,7 +19,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from ._base import Emitter, RewriteContext, zeros_inferred
+from ._base import RewriteContext
+from .emitter import Emitter, zeros_inferred
 
 
 def drop_allowzero(

@@ -42,16 +42,8 @@ import onnx_ir as ir
 
 from ..._domain import DOMAIN
 from . import scatter_clean, sizes
-from ._base import (
-    Emitter,
-    Refusal,
-    Rewrite,
-    RewriteContext,
-    Rule,
-    attr_int,
-    attr_str,
-    zeros_inferred,
-)
+from ._base import Refusal, Rewrite, RewriteContext, Rule, attr_int, attr_str
+from .emitter import Emitter, zeros_inferred
 from .scatter_guard import (
     BAD_DIM,
     MAX_SLOTS,

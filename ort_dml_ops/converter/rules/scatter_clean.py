@@ -34,7 +34,7 @@ import numpy as np
 import onnx_ir as ir
 
 from . import sizes
-from ._base import Emitter
+from .emitter import Emitter
 from .segscan import fold_step, segmented_scan
 from .sizes import Size
 

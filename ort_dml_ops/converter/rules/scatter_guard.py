@@ -16,7 +16,7 @@ import numpy as np
 import onnx_ir as ir
 
 from . import sizes
-from ._base import Emitter
+from .emitter import Emitter
 from .sizes import Size
 
 #: K + 1 slot numbers exact in float32 (the MaxUnpool write), M + K int32 gather indices

@@ -9,7 +9,7 @@ import numpy as np
 import onnx_ir as ir
 
 from . import sizes
-from ._base import Emitter
+from .emitter import Emitter
 from .scatter_guard import MAX_SLOTS
 from .segscan import (
     BLOCK,

@@ -31,7 +31,7 @@ import numpy as np
 import onnx_ir as ir
 
 from . import sizes
-from ._base import Emitter
+from .emitter import Emitter
 from .sizes import Size
 
 BLOCK = 16

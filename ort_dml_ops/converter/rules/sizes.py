@@ -14,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 import onnx_ir as ir
 
-from ._base import Emitter
+from .emitter import Emitter
 
 Size = int | ir.Value
 
