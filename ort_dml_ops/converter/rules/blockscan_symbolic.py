@@ -47,11 +47,12 @@ def scan_symbolic(
     that of the static plan for the same n.
 
     x is viewed as [P, n, I] (P, I: products of the dims before / after the axis, static or
-    from Shape). Level by level: pad the axis to a multiple of b (with ones, at the end, or at
-    the start of a reverse scan), chain the b columns of every block, scan the block totals
-    (exclusive) one level down, combine, Concat, slice the padding off. After CHAIN_LEVELS_DYN
-    levels the n / b^levels totals left are finished by Hillis–Steele steps, as many as a length
-    below 2^31 needs — on a tensor b^levels times smaller than x.
+    from Shape). Level by level: pad the axis to a multiple of b (with the op's identity, at the
+    end, or at the start of a reverse scan), chain the b columns of every block, scan the block
+    totals (exclusive) one level down, combine, Concat, slice the padding off. After `levels`
+    levels (2 of 16, or 4 of 4 on strided columns; more, narrower ones under `max_width`) the
+    n / b^levels totals left are finished by Hillis–Steele steps, as many as a length below
+    2^DYN_STEPS needs — on a tensor b^levels times smaller than x.
     """
     post = shape[axis + 1 :]
     others = shape[:axis] + post

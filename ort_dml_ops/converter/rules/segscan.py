@@ -31,6 +31,7 @@ import numpy as np
 import onnx_ir as ir
 
 from . import sizes
+from .blockscan import scan_static
 from .emitter import Emitter
 from .sizes import Size
 
@@ -114,7 +115,6 @@ def prefix_count(
     element, onnxruntime/core/providers/webgpu/math/cumsum.cc); there, when n is static, the
     blocked Add scan of blockscan.py, no wider than the target binds."""
     from ...targets import get_target
-    from .blockscan import scan_static
 
     target = get_target(e.ctx.target)
     limit = target.cost_facts.get("cumsum_native_max_axis")
