@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import math
 
-import numpy as np
 import onnx_ir as ir
 
 from . import sizes
@@ -154,31 +153,10 @@ def _doubling(
     dtype: ir.DataType,
     steps: int,
 ) -> ir.Value:
-    """Hillis–Steele along axis 1 of a [P, n, I] view: `steps` steps y = y ⊕ shift(y, 2^k), each
-    shift a Pad (identity) then Slice; exact for every length < 2^steps."""
+    """Hillis–Steele along axis 1 of a [P, n, I] view; exact for every length < 2^steps."""
     ident = e.scalar(op_identity(op, dtype), dtype)
     n_t = sizes.tensor(e, n)
-
-    def shift(t: ir.Value, s: int) -> ir.Value:
-        w = e.op("Min", e.i64([s]), n_t)
-        pads = (
-            e.op("Concat", e.i64([0, 0, 0, 0]), w, e.i64([0]), axis=0)
-            if reverse
-            else e.op("Concat", e.i64([0]), w, e.i64([0, 0, 0, 0]), axis=0)
-        )
-        padded = e.op("Pad", t, pads, ident, mode="constant")
-        if reverse:
-            return e.op(
-                "Slice", padded, w, e.op("Add", w, n_t), e.i64([1]), dtype=dtype
-            )
-        return e.op("Slice", padded, e.i64([0]), n_t, e.i64([1]), dtype=dtype)
-
-    y = x
-    for k in range(steps):
-        y = e.op(op, y, shift(y, 2**k), dtype=dtype)
-    if exclusive:
-        y = shift(y, 1)
-    return y
+    return _hillis_steele(e, x, n_t, 1, 3, op, ident, exclusive, reverse, dtype, steps)
 
 
 def scan_doubling(
@@ -195,28 +173,41 @@ def scan_doubling(
     (DYN_STEPS full-size steps): no Reshape, so it is exact for empty tensors of any shape —
     the radix scan's views cannot express two zero dims without Reshape's allowzero, which the
     DML EP refuses."""
-    ident = e.const(np.asarray(op_identity(op, dtype), dtype=dtype.numpy()))
+    ident = e.scalar(op_identity(op, dtype), dtype)
     n = e.slice(e.op("Shape", x), [axis], [axis + 1], [0])  # [1] int64
-    zeros_before = e.i64([0] * axis)
-    zeros_mid = e.i64([0] * (rank - 1))
-    zeros_after = e.i64([0] * (rank - axis - 1))
+    return _hillis_steele(
+        e, x, n, axis, rank, op, ident, exclusive, reverse, dtype, DYN_STEPS
+    )
+
+
+def _hillis_steele(
+    e: Emitter,
+    x: ir.Value,
+    n: ir.Value,
+    axis: int,
+    rank: int,
+    op: str,
+    ident: ir.Value,
+    exclusive: bool,
+    reverse: bool,
+    dtype: ir.DataType,
+    steps: int,
+) -> ir.Value:
+    """`steps` steps y = y ⊕ shift(y, 2^k) along `axis` of the rank-`rank` x, whose length
+    there is the [1] int64 `n`: each shift a Pad with `ident` then a Slice, the pad width
+    clipped to n, so the steps never pad more than the axis holds."""
+    # Pad's pads are every dim's start, then every dim's end: the shift's width goes to the
+    # axis's start (its end, reversed), zeros everywhere else
+    before = rank + axis if reverse else axis
+    after = 2 * rank - before - 1
 
     def shift(t: ir.Value, s: int) -> ir.Value:
         w = e.op("Min", e.i64([s]), n)
-        parts = (
-            [zeros_before, e.i64([0]), zeros_mid, w, zeros_after]
-            if reverse
-            else [zeros_before, w, zeros_mid, e.i64([0]), zeros_after]
-        )
-        parts = [
-            p
-            for p in parts
-            if not (p is zeros_before and axis == 0)
-            and not (p is zeros_after and axis == rank - 1)
-            and not (p is zeros_mid and rank == 1)
-        ]
-        pads = e.op("Concat", *parts, axis=0)
-        padded = e.pad(t, pads, ident)
+        parts = [e.i64([0] * before)] if before else []
+        parts.append(w)
+        if after:
+            parts.append(e.i64([0] * after))
+        padded = e.pad(t, e.op("Concat", *parts, axis=0), ident)
         if reverse:
             return e.op(
                 "Slice", padded, w, e.op("Add", w, n), e.i64([axis]), dtype=dtype
@@ -224,7 +215,7 @@ def scan_doubling(
         return e.op("Slice", padded, e.i64([0]), n, e.i64([axis]), dtype=dtype)
 
     y = x
-    for k in range(DYN_STEPS):
+    for k in range(steps):
         y = e.op(op, y, shift(y, 2**k), dtype=dtype)
     if exclusive:
         y = shift(y, 1)
