@@ -7,7 +7,10 @@ functions and subgraphs are resolved with the *model's* opset imports (``core/gr
 function inlining), not the function's own.
 
 ONNX ops come from ``onnx.defs``; ``com.microsoft`` and other ORT contrib ops from the installed
-onnxruntime's ``get_all_operator_schema()``.
+onnxruntime's ``get_all_operator_schema()``. The two libraries' schema objects differ: ORT's
+pybind ``FormalParameter`` (``onnxruntime/python/onnxruntime_pybind_schema.cc``) spells the
+type string ``typeStr`` where onnx spells it ``type_str``, and its ``option`` is ORT's own enum,
+which never compares equal to onnx's; ``_type_str`` and ``_is_variadic`` read either.
 """
 
 from __future__ import annotations
@@ -58,23 +61,26 @@ def get_schema(op: str, domain: str, opset: int | None):
     return best
 
 
+def _type_str(param) -> str:
+    """A formal parameter's type string, from onnx's (``type_str``) or ORT's (``typeStr``) schema."""
+    return param.type_str if hasattr(param, "type_str") else param.typeStr
+
+
+def _is_variadic(params) -> bool:
+    """Whether the last formal parameter is variadic; compared by the enum member's name, which
+    onnx's and ORT's ``FormalParameterOption`` share."""
+    return bool(params) and params[-1].option.name == "Variadic"
+
+
 @cache
 def bindings(op: str, domain: str, opset: int | None):
     """((input type_strs), variadic_last_input, (output type_strs), variadic_last_output)."""
     s = get_schema(op, domain, opset)
     if s is None:
         return None
-    ins = tuple(p.type_str for p in s.inputs)
-    outs = tuple(p.type_str for p in s.outputs)
-    var_in = (
-        bool(s.inputs)
-        and s.inputs[-1].option == onnx.defs.OpSchema.FormalParameterOption.Variadic
-    )
-    var_out = (
-        bool(s.outputs)
-        and s.outputs[-1].option == onnx.defs.OpSchema.FormalParameterOption.Variadic
-    )
-    return ins, var_in, outs, var_out
+    ins = tuple(_type_str(p) for p in s.inputs)
+    outs = tuple(_type_str(p) for p in s.outputs)
+    return ins, _is_variadic(s.inputs), outs, _is_variadic(s.outputs)
 
 
 def type_resolver(node_inputs, node_outputs, bind, value_type):

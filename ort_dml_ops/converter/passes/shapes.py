@@ -12,11 +12,20 @@ Data propagation (static shapes through Shape/Concat/Reshape chains) costs about
 per element of every long 1-D value it meets (4.6 GB for a 64M-element Add, measured with
 onnx 1.23), so it runs only when no 1-D value is longer than `DATA_PROP_LIMIT`. Inference
 that fails leaves the shapes as they are.
+
+Where onnx's inference stops before a family node (it knows no ``com.microsoft`` contrib op,
+so everything after an ORT-optimized graph's SkipLayerNormalization or FusedMatMul is
+unknown), ONNX Runtime's own symbolic shape inference
+(``onnxruntime/python/tools/symbolic_shape_infer.py``, which models the contrib ops) fills in
+what is still unknown: the rank and the dimensions it computes as numbers. Its symbolic
+dimensions are left unknown, and it runs without ``auto_merge`` (which would assume that two
+differing symbolic dimensions are equal): what is taken from it follows from the ops alone.
 """
 
 from __future__ import annotations
 
 import contextlib
+import logging
 
 import onnx
 import onnx_ir as ir
@@ -68,7 +77,55 @@ def infer_shapes(model: ir.Model, light: onnx.ModelProto | None = None) -> bool:
             inferred = onnx.shape_inference.infer_shapes(light, data_prop=True)
     for graph, graph_proto in subgraph_pairs(model.graph, inferred.graph):
         _merge_value_info(graph, graph_proto)
+    if _family_reads_unknown_shapes(model):
+        _merge_from_ort(model, light)
     return True
+
+
+def _family_reads_unknown_shapes(model: ir.Model) -> bool:
+    """Whether a family node in the main graph or a subgraph reads a value of unknown shape."""
+    from ..rules import FAMILY_OPS
+
+    for node in ir.traversal.RecursiveGraphIterator(model.graph):
+        if (node.domain, node.op_type) in FAMILY_OPS and any(
+            v is not None and v.shape is None for v in node.inputs
+        ):
+            return True
+    return False
+
+
+def _merge_from_ort(model: ir.Model, light: onnx.ModelProto) -> None:
+    """Shapes still unknown after onnx's inference, from ONNX Runtime's symbolic inference (see
+    the module docstring): its symbolic dimensions are written as unknown ones."""
+    try:
+        from onnxruntime.tools.symbolic_shape_infer import SymbolicShapeInference
+    except (
+        ImportError
+    ):  # an ONNX Runtime build without its tools: the shapes stay unknown
+        return
+    logger = logging.getLogger("onnxruntime.tools.symbolic_shape_infer")
+    level, logger.level = logger.level, logging.CRITICAL
+    try:
+        inferred = SymbolicShapeInference.infer_shapes(
+            light, auto_merge=False, guess_output_rank=False
+        )
+    except Exception:  # noqa: BLE001 - an op it cannot follow: the shapes stay unknown
+        return
+    finally:
+        logger.level = level
+    for graph, graph_proto in subgraph_pairs(model.graph, inferred.graph):
+        unknown = {
+            v.name for node in graph for v in node.outputs if v.shape is None and v.name
+        }
+        infos = [vi for vi in graph_proto.value_info if vi.name in unknown]
+        for vi in infos:
+            if vi.type.HasField("tensor_type"):
+                for dim in vi.type.tensor_type.shape.dim:
+                    if not dim.HasField("dim_value"):
+                        dim.Clear()
+        del graph_proto.value_info[:]
+        graph_proto.value_info.extend(infos)
+        _merge_value_info(graph, graph_proto)
 
 
 def _merge_value_info(graph: ir.Graph, graph_proto: onnx.GraphProto) -> None:
