@@ -29,6 +29,7 @@ ORT_MAX_OPSET = 26
 def check_original(model: onnx.ModelProto) -> None:
     """Refuse, in one line, an original that ONNX Runtime could not load (weights not needed:
     pass a copy without large initializers)."""
+    from .checking import check_model
     from .domain_schemas import registered
     from .modelio import graphs, without_external_data
 
@@ -56,7 +57,7 @@ def check_original(model: onnx.ModelProto) -> None:
         with (
             registered()
         ):  # the project's own domain ops are checked against their schemas too
-            onnx.checker.check_model(without_external_data(model), full_check=False)
+            check_model(without_external_data(model), full_check=False)
     except onnx.checker.ValidationError as exc:
         first = str(exc).strip().splitlines()[0]
         raise UserError(

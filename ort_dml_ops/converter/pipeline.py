@@ -30,6 +30,7 @@ import onnx_ir as ir
 import onnx_ir.passes
 
 from .. import collector
+from ..checking import check_model, sort_nodes
 from ..errors import UserError
 from ..large_tensors import attach_detached, detach_large_initializers
 from ..modelio import (
@@ -102,6 +103,7 @@ def convert(
     # large initializers are detached for the whole conversion (never copied, never fed to
     # shape inference or the checker) and put back at the end: large_tensors.detach_large_initializers
     proto, detached = detach_large_initializers(original)
+    proto, resorted = _sorted(proto)
     check_original(proto)
     signature = signature_of(proto.graph)
     try:
@@ -113,6 +115,8 @@ def convert(
     _function_input_types(proto, model_ir)
     value_info = value_info_names(original)
     state = run_passes(model_ir, target, strategy, check_indices, value_info, proto)
+    if resorted:
+        state.normalized.insert(0, SORTED_NOTE)
     del proto
     report = make_report(state)
     if not report.changed:  # nothing to do: the model as given (idempotency)
@@ -144,6 +148,27 @@ def convert(
     if base_dir is not None and not external_data_bytes(out):
         base_dir = None
     return ConvertResult(out, report, base_dir)
+
+
+SORTED_NOTE = (
+    "nodes sorted into topological order (ONNX Runtime sorts a graph when it loads it; "
+    "onnx's checker, and so a model written unsorted, would be refused)"
+)
+
+
+def _sorted(proto: onnx.ModelProto) -> tuple[onnx.ModelProto, bool]:
+    """The model with its nodes in topological order (checking.sort_nodes), or a UserError for
+    a cycle; a graph onnx-ir cannot read is left as it is for check_original to name."""
+    try:
+        return sort_nodes(proto)
+    except ValueError as exc:
+        if "cycle" in str(exc).lower():
+            raise UserError(
+                "the graph has a cycle, so no order runs it (ONNX Runtime refuses it too); refused"
+            ) from None
+        return proto, False
+    except Exception:  # noqa: BLE001 - onnx-ir's SerdeError: check_original names the problem
+        return proto, False
 
 
 def check_request(strategy: str, target: str) -> tuple[str, str]:
@@ -283,7 +308,7 @@ def validate_converted(model: onnx.ModelProto, signature: list) -> None:
             "internal error: conversion changed the graph inputs or outputs"
         )
     try:
-        onnx.checker.check_model(without_external_data(model), full_check=True)
+        check_model(without_external_data(model), full_check=True)
     except (onnx.checker.ValidationError, onnx.shape_inference.InferenceError) as exc:
         first = str(exc).strip().splitlines()[0]
         raise UserError(

@@ -1,0 +1,323 @@
+"""Shapes of graph that other tools write and ONNX Runtime loads, reduced to small models.
+
+Each case is one that a third-party file (tests/test_third_party.py) made `inspect` crash or
+`convert` refuse. The expectations come from ONNX Runtime itself: it loads each original on
+its CPU EP, its assignment record says where nodes run, and its outputs on the original are the
+reference for the converted model.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import onnx
+import onnxruntime as ort
+import pytest
+from onnx import TensorProto as T
+from onnx import helper as h
+
+from ort_dml_ops import UserError, convert, inspect
+from ort_dml_ops.checking import is_sorted
+from ort_dml_ops.converter.pipeline import SORTED_NOTE
+from ort_dml_ops.targets import schemas
+
+CPU = "CPUExecutionProvider"
+
+
+def _model(nodes, inputs, outputs, inits=(), opsets=(("", 18),)):
+    g = h.make_graph(nodes, "g", inputs, outputs, list(inits))
+    m = h.make_model(g, opset_imports=[h.make_opsetid(d, v) for d, v in opsets])
+    m.ir_version = 9
+    return m
+
+
+def _ort_run(model, feeds):
+    session = ort.InferenceSession(model.SerializeToString(), providers=[CPU])
+    return session.run(None, feeds)
+
+
+def _axis(name="ax", value=1):
+    return h.make_tensor(name, T.INT64, [], [value])
+
+
+# -- contrib ops (an ORT-optimized graph) ---------------------------------------------------------
+
+
+def contrib_scatter_nd():
+    """SkipLayerNormalization (com.microsoft) before a ScatterND: onnx's shape inference knows
+    no contrib op, so the ScatterND's data has no inferred rank; ONNX Runtime's does."""
+    nodes = [
+        h.make_node(
+            "SkipLayerNormalization",
+            ["x", "skip", "gamma"],
+            ["n"],
+            name="skip_ln",
+            domain="com.microsoft",
+            epsilon=1e-5,
+        ),
+        h.make_node("Slice", ["n", "s0", "s1", "s2"], ["upd"], name="slice"),
+        h.make_node("ScatterND", ["n", "idx", "upd"], ["y"], name="scatter"),
+    ]
+    inits = [
+        h.make_tensor("gamma", T.FLOAT, [8], np.linspace(0.5, 1.5, 8)),
+        h.make_tensor("idx", T.INT64, [1, 1], [1]),
+        h.make_tensor("s0", T.INT64, [1], [0]),
+        h.make_tensor("s1", T.INT64, [1], [1]),
+        h.make_tensor("s2", T.INT64, [1], [0]),
+    ]
+    return _model(
+        nodes,
+        [
+            h.make_tensor_value_info("x", T.FLOAT, [2, 4, 8]),
+            h.make_tensor_value_info("skip", T.FLOAT, [2, 4, 8]),
+        ],
+        [h.make_tensor_value_info("y", T.FLOAT, [2, 4, 8])],
+        inits,
+        opsets=(("", 18), ("com.microsoft", 1)),
+    )
+
+
+def test_contrib_op_schemas_are_read_from_onnxruntime():
+    """ORT's schema objects spell the type string `typeStr` and carry their own option enum:
+    both read as ORT's own schema says (it crashed inspect with AttributeError)."""
+    from onnxruntime.capi import _pybind_state as C
+
+    found = {}
+    for s in C.get_all_operator_schema():
+        if s.domain == "com.microsoft" and s.name in (
+            "SkipLayerNormalization",
+            "QAttention",
+        ):
+            found[s.name] = s
+    for name, s in found.items():
+        ins, var_in, outs, var_out = schemas.bindings(
+            name, "com.microsoft", s.since_version
+        )
+        assert ins == tuple(p.typeStr for p in s.inputs)
+        assert outs == tuple(p.typeStr for p in s.outputs)
+        variadic = type(s.inputs[-1].option).Variadic
+        assert var_in == (s.inputs[-1].option == variadic)
+        assert var_out == (s.outputs[-1].option == variadic)
+    assert set(found) == {"SkipLayerNormalization", "QAttention"}
+
+
+def test_inspect_of_a_contrib_op_graph_agrees_with_onnxruntime():
+    model = contrib_scatter_nd()
+    options = ort.SessionOptions()
+    options.add_session_config_entry("session.record_ep_graph_assignment_info", "1")
+    session = ort.InferenceSession(model.SerializeToString(), options, providers=[CPU])
+    recorded = {
+        node.name: info.ep_name
+        for info in session.get_provider_graph_assignment_info()
+        for node in info.get_nodes()
+    }
+    report = inspect(model, target="cpu")
+    assert {n.name: n.provider for n in report.nodes} == recorded
+    assert recorded == {"skip_ln": CPU, "slice": CPU, "scatter": CPU}
+    dml = inspect(model, target="dml").to_dict()  # crashed before the schema fix
+    assert [n["op_type"] for n in dml["nodes"]] == [
+        "SkipLayerNormalization",
+        "Slice",
+        "ScatterND",
+    ]
+
+
+def test_scatter_after_a_contrib_op_is_lowered_with_onnxruntimes_shapes():
+    model = contrib_scatter_nd()
+    rng = np.random.default_rng(0)
+    feeds = {
+        "x": rng.standard_normal((2, 4, 8)).astype(np.float32),
+        "skip": rng.standard_normal((2, 4, 8)).astype(np.float32),
+    }
+    result = convert(model, "dml")
+    (row,) = [r for r in result.report.nodes if r.op_type == "ScatterND"]
+    assert row.action == "lowered", row.reason
+    (want,) = _ort_run(model, feeds)
+    (got,) = _ort_run(result.model, feeds)
+    np.testing.assert_array_equal(got, want)  # scatter without reduction: exact
+
+
+# -- graphs out of topological order ----------------------------------------------------------------
+
+
+def unsorted_cumsum():
+    return _model(
+        [
+            h.make_node("CumSum", ["a", "ax"], ["y"], name="cumsum"),
+            h.make_node("Relu", ["x"], ["a"], name="relu"),
+        ],
+        [h.make_tensor_value_info("x", T.FLOAT, [3, 4])],
+        [h.make_tensor_value_info("y", T.FLOAT, [3, 4])],
+        [_axis()],
+    )
+
+
+def loop_model(body_nodes, relu_first=True):
+    """A Loop whose body reads `r`, a main-graph value produced by a Relu."""
+    body = h.make_graph(
+        body_nodes,
+        "body",
+        [
+            h.make_tensor_value_info("i", T.INT64, []),
+            h.make_tensor_value_info("cond_in", T.BOOL, []),
+            h.make_tensor_value_info("acc_in", T.FLOAT, [2, 5]),
+        ],
+        [
+            h.make_tensor_value_info("cond_out", T.BOOL, []),
+            h.make_tensor_value_info("acc_out", T.FLOAT, [2, 5]),
+        ],
+    )
+    relu = h.make_node("Relu", ["x"], ["r"])
+    loop = h.make_node("Loop", ["n", "", "x"], ["y"], body=body)
+    return _model(
+        [relu, loop] if relu_first else [loop, relu],
+        [h.make_tensor_value_info("x", T.FLOAT, [2, 5])],
+        [h.make_tensor_value_info("y", T.FLOAT, [2, 5])],
+        [h.make_tensor("n", T.INT64, [], [3]), _axis()],
+    )
+
+
+LOOP_BODY = [
+    h.make_node("CumSum", ["acc_in", "ax"], ["cs"]),
+    h.make_node("Add", ["cs", "r"], ["acc_out"]),
+    h.make_node("Identity", ["cond_in"], ["cond_out"]),
+]
+
+
+def loop_before_what_its_body_reads():
+    """The Loop comes before the Relu whose output its body reads: the main graph is unsorted."""
+    return loop_model(LOOP_BODY, relu_first=False)
+
+
+@pytest.mark.parametrize("build", [unsorted_cumsum, loop_before_what_its_body_reads])
+def test_unsorted_graph_is_sorted_and_said_so(build):
+    model = build()
+    with pytest.raises(onnx.checker.ValidationError, match="topologically sorted"):
+        onnx.checker.check_model(model)
+    x = (
+        np.random.default_rng(1)
+        .standard_normal(
+            [d.dim_value for d in model.graph.input[0].type.tensor_type.shape.dim]
+        )
+        .astype(np.float32)
+    )
+    (want,) = _ort_run(model, {"x": x})  # ONNX Runtime sorts it when it loads it
+    result = convert(model, "dml")
+    assert SORTED_NOTE in result.report.normalized
+    assert is_sorted(result.model)
+    onnx.checker.check_model(result.model, full_check=True)
+    (got,) = _ort_run(result.model, {"x": x})
+    np.testing.assert_array_equal(got, want)
+    assert not is_sorted(model), "the caller's model is not changed"
+
+
+def test_an_unsorted_loop_body_is_refused_as_onnxruntime_refuses_it():
+    model = loop_model(LOOP_BODY[::-1])
+    with pytest.raises(Exception, match="topologically sorted"):
+        ort.InferenceSession(model.SerializeToString(), providers=[CPU])
+    with pytest.raises(UserError, match="topologically sorted") as info:
+        convert(model, "dml")
+    assert "\n" not in str(info.value)
+
+
+def test_a_cycle_is_refused_in_one_line():
+    model = _model(
+        [
+            h.make_node("Add", ["x", "b"], ["a"], name="first"),
+            h.make_node("Relu", ["a"], ["b"], name="second"),
+            h.make_node("CumSum", ["a", "ax"], ["y"], name="cumsum"),
+        ],
+        [h.make_tensor_value_info("x", T.FLOAT, [3, 4])],
+        [h.make_tensor_value_info("y", T.FLOAT, [3, 4])],
+        [_axis()],
+    )
+    with pytest.raises(Exception):  # noqa: B017 - ORT's own refusal, whatever its class
+        ort.InferenceSession(model.SerializeToString(), providers=[CPU])
+    with pytest.raises(UserError, match="cycle") as info:
+        convert(model, "dml")
+    assert "\n" not in str(info.value)
+
+
+# -- graph inputs and outputs declared without a shape ---------------------------------------------
+
+
+def test_inputs_and_outputs_without_a_shape_are_accepted():
+    """ONNX Runtime loads main-graph I/O declared with a type and no shape; onnx's checker
+    does not. Convert keeps the declarations as written."""
+    model = _model(
+        [
+            h.make_node("Relu", ["x"], ["a"]),
+            h.make_node("CumSum", ["a", "ax"], ["y"]),
+            h.make_node(
+                "ScatterElements", ["y", "idx", "upd"], ["z"], axis=1, reduction="add"
+            ),
+        ],
+        [
+            h.make_tensor_value_info("x", T.FLOAT, None),
+            h.make_tensor_value_info("idx", T.INT64, [2, 3]),
+            h.make_tensor_value_info("upd", T.FLOAT, [2, 3]),
+        ],
+        [h.make_tensor_value_info("z", T.FLOAT, None)],
+        [_axis()],
+    )
+    with pytest.raises(onnx.checker.ValidationError, match="shape"):
+        onnx.checker.check_model(model)
+    rng = np.random.default_rng(2)
+    feeds = {
+        "x": rng.standard_normal((2, 5)).astype(np.float32),
+        "idx": np.array([[0, 4, 4], [1, 1, 3]], np.int64),
+        "upd": rng.standard_normal((2, 3)).astype(np.float32),
+    }
+    (want,) = _ort_run(model, feeds)
+    result = convert(model, "dml")
+    assert [v.SerializeToString() for v in result.model.graph.input] == [
+        v.SerializeToString() for v in model.graph.input
+    ]
+    assert result.model.graph.output[0] == model.graph.output[0]
+    (got,) = _ort_run(result.model, feeds)
+    np.testing.assert_allclose(
+        got, want, rtol=1e-6, atol=1e-6
+    )  # float add: order differs
+
+
+# -- ai.onnx.ml string ops beside the family nodes ---------------------------------------------------
+
+
+def test_string_inputs_through_ai_onnx_ml_beside_family_nodes():
+    model = _model(
+        [
+            h.make_node(
+                "LabelEncoder",
+                ["s"],
+                ["ids"],
+                domain="ai.onnx.ml",
+                keys_strings=["a", "b", "c"],
+                values_int64s=[0, 1, 2],
+                default_int64=0,
+            ),
+            h.make_node("Unsqueeze", ["ids", "zero"], ["ids2"]),
+            h.make_node("ScatterElements", ["data", "ids2", "upd"], ["y"], axis=1),
+            h.make_node("CumSum", ["y", "ax"], ["z"]),
+        ],
+        [
+            h.make_tensor_value_info("s", T.STRING, [4]),
+            h.make_tensor_value_info("data", T.FLOAT, [1, 3]),
+            h.make_tensor_value_info("upd", T.FLOAT, [1, 4]),
+        ],
+        [h.make_tensor_value_info("z", T.FLOAT, [1, 3])],
+        [h.make_tensor("zero", T.INT64, [1], [0]), _axis()],
+        opsets=(("", 18), ("ai.onnx.ml", 3)),
+    )
+    feeds = {
+        "s": np.array(["c", "a", "zz", "b"], dtype=object),
+        "data": np.zeros((1, 3), np.float32),
+        "upd": np.array([[1.0, 2.0, 4.0, 8.0]], np.float32),
+    }
+    result = convert(model, "dml")
+    assert {r.op_type: r.action for r in result.report.nodes} == {
+        "ScatterElements": "lowered",
+        "CumSum": "native",
+    }
+    (got,) = _ort_run(result.model, feeds)
+    (want,) = _ort_run(model, feeds)
+    # duplicate index 0 ("a" and the default): ORT's kernel writes them in order, last wins
+    np.testing.assert_array_equal(got, want)
