@@ -15,11 +15,13 @@ that fails leaves the shapes as they are.
 
 Where onnx's inference stops before a family node (it knows no ``com.microsoft`` contrib op,
 so everything after an ORT-optimized graph's SkipLayerNormalization or FusedMatMul is
-unknown), ONNX Runtime's own symbolic shape inference
-(``onnxruntime/python/tools/symbolic_shape_infer.py``, which models the contrib ops) fills in
-what is still unknown: the rank and the dimensions it computes as numbers. Its symbolic
-dimensions are left unknown, and it runs without ``auto_merge`` (which would assume that two
-differing symbolic dimensions are equal): what is taken from it follows from the ops alone.
+unknown), ONNX Runtime's symbolic shape inference (``onnxruntime/tools/symbolic_shape_infer.py``,
+which models the contrib ops) fills in what is still unknown: ranks and numeric dimensions;
+its symbolic dimensions are left unknown, and it runs without ``auto_merge`` (which would
+assume two differing symbolic dimensions equal), so what is taken follows from the ops alone.
+Its steps are driven here rather than through ``SymbolicShapeInference.infer_shapes``, which,
+when inference is incomplete, writes ``sym_shape_infer_temp.onnx`` (and its data) into the
+working directory and raises, dropping what it did infer.
 """
 
 from __future__ import annotations
@@ -96,23 +98,10 @@ def _family_reads_unknown_shapes(model: ir.Model) -> bool:
 
 def _merge_from_ort(model: ir.Model, light: onnx.ModelProto) -> None:
     """Shapes still unknown after onnx's inference, from ONNX Runtime's symbolic inference (see
-    the module docstring): its symbolic dimensions are written as unknown ones."""
-    try:
-        from onnxruntime.tools.symbolic_shape_infer import SymbolicShapeInference
-    except (
-        ImportError
-    ):  # an ONNX Runtime build without its tools: the shapes stay unknown
+    the module docstring); its symbolic dimensions are written as unknown ones."""
+    inferred = _ort_symbolic_inference(light)
+    if inferred is None:
         return
-    logger = logging.getLogger("onnxruntime.tools.symbolic_shape_infer")
-    level, logger.level = logger.level, logging.CRITICAL
-    try:
-        inferred = SymbolicShapeInference.infer_shapes(
-            light, auto_merge=False, guess_output_rank=False
-        )
-    except Exception:  # noqa: BLE001 - an op it cannot follow: the shapes stay unknown
-        return
-    finally:
-        logger.level = level
     for graph, graph_proto in subgraph_pairs(model.graph, inferred.graph):
         unknown = {
             v.name for node in graph for v in node.outputs if v.shape is None and v.name
@@ -126,6 +115,32 @@ def _merge_from_ort(model: ir.Model, light: onnx.ModelProto) -> None:
         del graph_proto.value_info[:]
         graph_proto.value_info.extend(infos)
         _merge_value_info(graph, graph_proto)
+
+
+def _ort_symbolic_inference(light: onnx.ModelProto) -> onnx.ModelProto | None:
+    """`light` with the value_info ONNX Runtime's symbolic inference found, complete or not;
+    None without that tool or where it fails outright. The loop is the body of
+    ``SymbolicShapeInference.infer_shapes`` less its temporary file."""
+    try:
+        from onnxruntime.tools.symbolic_shape_infer import SymbolicShapeInference
+    except ImportError:  # an ONNX Runtime build without its tools
+        return None
+    logger = logging.getLogger("onnxruntime.tools.symbolic_shape_infer")
+    level = logger.level
+    logger.setLevel(logging.CRITICAL)
+    try:
+        inference = SymbolicShapeInference(
+            2**31 - 1, auto_merge=False, guess_output_rank=False, verbose=0
+        )
+        inference._preprocess(light)
+        while inference.run_:
+            inference._infer_impl()
+        inference._update_output_from_vi()
+        return inference.out_mp_
+    except Exception:  # noqa: BLE001 - an op it cannot follow: the shapes stay unknown
+        return None
+    finally:
+        logger.setLevel(level)
 
 
 def _merge_value_info(graph: ir.Graph, graph_proto: onnx.GraphProto) -> None:
