@@ -77,13 +77,14 @@ class ScatterLowering(Rule):
         data, indices, updates = node.inputs[:3]
         # refused above
         assert data is not None and indices is not None and updates is not None
+        # a ScatterND's data and updates may have a rank known only at run time (_runtime_rank_dims)
+        ranked = (indices,) if node.op_type == "ScatterND" else (data, indices, updates)
         for what, v in (("data", data), ("indices", indices), ("updates", updates)):
-            if v.shape is None:
+            if v in ranked and v.shape is None:
                 return Refusal("rank-unknown", f"the rank of {what} is unknown")
-        dshape, ishape, ushape = data.shape, indices.shape, updates.shape
-        # refused above
-        assert dshape is not None and ishape is not None and ushape is not None
-        if len(dshape) == 0:
+        dshape, ishape = data.shape, indices.shape
+        assert ishape is not None  # refused above
+        if dshape is not None and len(dshape) == 0:
             return Refusal("scalar-data", "0-d data")
         if node.op_type == "ScatterND":
             coords = ishape[-1]
@@ -126,10 +127,14 @@ class ScatterLowering(Rule):
         assert data.dtype is not None
         e = Emitter(ctx, node.name or node.op_type)
         red = attr_str(node, "reduction", "none")
-        ddims = sizes.dims(e, data)
         idims = sizes.dims(e, indices)
-        expected = expected_update_dims(node.op_type, idims, ddims)
-        shape_ok = shape_guard(e, sizes.dims(e, updates), expected)
+        shape_ok: ir.Value | None
+        if data.shape is None or updates.shape is None:  # ScatterND only (check)
+            ddims, shape_ok = _runtime_rank_dims(e, data, indices, updates, idims)
+        else:
+            ddims = sizes.dims(e, data)
+            expected = expected_update_dims(node.op_type, idims, ddims)
+            shape_ok = shape_guard(e, sizes.dims(e, updates), expected)
         if (
             shape_ok is None and _static_numel(updates) == 0
         ):  # no updates: the data unchanged
@@ -204,7 +209,9 @@ class ScatterLowering(Rule):
             )
         shape = zeros_inferred(e, sizes.shape_tensor(e, data))
         if ok is not None:
-            shape = e.op("Where", ok, shape, e.i64([BAD_DIM] * len(ddims)))
+            # (one BAD_DIM broadcasts over a shape whose length is known only at run time)
+            bad = [BAD_DIM] * (len(ddims) if data.shape is not None else 1)
+            shape = e.op("Where", ok, shape, e.i64(bad))
         y = e.reshape(_before_reshapes(out), shape, zeros_mapped=True)
         if ok is not None:
             name_guard(e, y)
@@ -218,6 +225,41 @@ class ScatterLowering(Rule):
         elif not ctx.check_indices:
             note += "; indices not checked (out-of-range indices write wrong elements)"
         return e.done([y], note)
+
+
+def _runtime_rank_dims(
+    e: Emitter,
+    data: ir.Value,
+    indices: ir.Value,
+    updates: ir.Value,
+    idims: list[Size],
+) -> tuple[list[Size], ir.Value]:
+    """A ScatterND whose data (or updates) has a rank known only at run time: the data's dims
+    as the rule uses them, and the guard on the updates' shape.
+
+    Where no static inference reaches a ScatterND (a quantized Kokoro's iSTFT sits behind a
+    DynamicQuantizeLSTM that neither onnx's nor ONNX Runtime's shape inference follows), the
+    data is read as [d0, …, d(q-1), R]: its q indexed dims and R = the product of the rest, all
+    from Shape(data) at run time. ScatterND on that view writes the same elements (each update is
+    a row-major slice of R elements), and the output takes Shape(data) back. The updates must
+    have the shape ONNX requires, indices.shape[:-1] + data.shape[q:], compared at run time
+    with its rank (a 0 is put in front of both so that a 0-d pair still compares): a mismatch
+    fails the run, as ONNX Runtime's kernel does (scatter_nd.cc), here through the guard's
+    Reshape, or through the Sub itself where the two lengths cannot broadcast.
+    """
+    q = idims[-1]
+    assert isinstance(q, int)  # check() refuses a symbolic coordinate count
+    dshape = sizes.shape_tensor(e, data)
+    ddims: list[Size] = [e.op("Gather", dshape, e.i64([j]), axis=0) for j in range(q)]
+    tail = e.op("Slice", dshape, e.i64([q]), e.i64([2**62]))
+    ddims.append(e.op("ReduceProd", tail, keepdims=1))  # 1 for an empty tail
+    lead = e.op("Slice", sizes.shape_tensor(e, indices), e.i64([0]), e.i64([-1]))
+    want = e.op("Concat", e.i64([0]), lead, tail, axis=0)
+    got = e.op("Concat", e.i64([0]), sizes.shape_tensor(e, updates), axis=0)
+    same_rank = e.op("Equal", e.op("Size", got), e.op("Size", want))
+    worst = e.op("ReduceMax", e.op("Abs", e.op("Sub", got, want)), keepdims=1)
+    same_dims = e.op("Equal", worst, e.i64([0]))
+    return ddims, e.op("And", e.op("Reshape", same_rank, e.i64([1])), same_dims)
 
 
 def _before_reshapes(v: ir.Value) -> ir.Value:

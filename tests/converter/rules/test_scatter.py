@@ -12,6 +12,7 @@ import onnx
 import pytest
 
 from ort_dml_ops import DOMAIN
+from ort_dml_ops.checking import check_model
 from ort_dml_ops.conversion import convert
 from tests.support import np_scatter_elements
 
@@ -702,3 +703,80 @@ def test_static_empty_indices_with_symbolic_updates(reduction):
     (want,) = run_cpu(m, feeds)
     (got,) = run_cpu(lowered(m).model, feeds)
     np.testing.assert_array_equal(got, want)
+
+
+def _lowered_unranked(model):
+    """lowered() for a model whose graph I/O has no shape, which ORT loads and onnx's checker
+    refuses as it stands: the check is checking.check_model (the checker less that one field)."""
+    r = convert(model, "dml", strategy="lower")
+    assert not {t for _, t in op_types(r.model)} & FORBIDDEN
+    check_model(r.model, full_check=True)
+    return r
+
+
+def _nd_unranked(reduction):
+    """ScatterND whose data and updates have no declared shape: their rank is known only at
+    run time (as behind a DynamicQuantizeLSTM, which no static inference follows); q = 2."""
+    return single_op(
+        "ScatterND",
+        [
+            ("data", np.float32, None),
+            ("indices", np.int64, ["t", 2]),
+            ("updates", np.float32, None),
+        ],
+        {"reduction": reduction},
+        opset=18,
+        out_shape=None,
+    )
+
+
+@pytest.mark.parametrize("reduction", ["none", "add", "mul", "max", "min"])
+def test_scatter_nd_with_a_rank_known_only_at_run_time(reduction):
+    """One converted model serves data of rank 2, 3 and 4 (empty tail, tail of one and of two
+    dims), duplicates and negative indices included, against ORT's kernel."""
+    m = _nd_unranked(reduction)
+    r = _lowered_unranked(m)
+    assert r.report.nodes[0].action == "lowered"
+    rng = np.random.default_rng(12)
+    for dshape in ([4, 3], [4, 3, 5], [4, 3, 2, 2]):
+        data = rng.integers(-4, 5, dshape).astype(np.float32)
+        if (
+            reduction == "none"
+        ):  # ORT's order for duplicates is not part of ScatterND's contract
+            flat = rng.permutation(12)[:7]
+            indices = np.stack([flat // 3 - 4 * (flat % 2), flat % 3], -1)
+        else:
+            indices = np.stack([rng.integers(-4, 4, 9), rng.integers(-3, 3, 9)], -1)
+        indices = indices.astype(np.int64)
+        updates = rng.integers(-3, 4, [len(indices), *dshape[2:]]).astype(np.float32)
+        feeds = {"data": data, "indices": indices, "updates": updates}
+        (want,) = run_cpu(m, feeds)
+        (got,) = run_cpu(r.model, feeds)
+        np.testing.assert_array_equal(
+            got, want
+        )  # small integers: sums exact in float32
+
+
+def test_scatter_nd_with_a_run_time_rank_fails_where_ort_fails():
+    r = _lowered_unranked(_nd_unranked("add"))
+    good = {
+        "data": np.zeros((4, 3, 5), np.float32),
+        "indices": np.array([[1, 2], [3, 0]], np.int64),
+        "updates": np.ones((2, 5), np.float32),
+    }
+    bad_updates = [
+        np.ones((2, 4), np.float32),  # a wrong tail dim
+        np.ones((2, 5, 1), np.float32),  # a wrong rank, the same element count
+        np.ones((10,), np.float32),  # a wrong rank, the same element count
+    ]
+    for updates in bad_updates:
+        feeds = {**good, "updates": updates}
+        with pytest.raises(Exception):  # noqa: B017 - ORT's own kernel refuses it
+            run_cpu(_nd_unranked("add"), feeds)
+        with pytest.raises(Exception):  # noqa: B017 - the guard, or a shape error
+            run_cpu(r.model, feeds)
+    feeds = {**good, "indices": np.array([[1, 3], [3, 0]], np.int64)}
+    with pytest.raises(Exception, match="invalid indice"):
+        run_cpu(_nd_unranked("add"), feeds)
+    with pytest.raises(Exception, match=r"(?i)IndexOrSizeOutOfRange|out of"):
+        run_cpu(r.model, feeds)
