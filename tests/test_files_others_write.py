@@ -321,3 +321,57 @@ def test_string_inputs_through_ai_onnx_ml_beside_family_nodes():
     (want,) = _ort_run(model, feeds)
     # duplicate index 0 ("a" and the default): ORT's kernel writes them in order, last wins
     np.testing.assert_array_equal(got, want)
+
+
+# -- family nodes inside a Loop body ----------------------------------------------------------------
+
+
+def test_family_nodes_inside_a_loop_body_are_converted():
+    """A CumSum (native) and a ScatterElements(add) (lowered) in a Loop body that reads the
+    indices and updates from the outer scope; the result equals ORT's kernels."""
+    body = h.make_graph(
+        [
+            h.make_node("CumSum", ["acc_in", "ax"], ["cs"], name="body_cumsum"),
+            h.make_node(
+                "ScatterElements",
+                ["cs", "idx", "upd"],
+                ["acc_out"],
+                name="body_scatter",
+                axis=1,
+                reduction="add",
+            ),
+            h.make_node("Identity", ["cond_in"], ["cond_out"]),
+        ],
+        "body",
+        [
+            h.make_tensor_value_info("i", T.INT64, []),
+            h.make_tensor_value_info("cond_in", T.BOOL, []),
+            h.make_tensor_value_info("acc_in", T.FLOAT, [2, 5]),
+        ],
+        [
+            h.make_tensor_value_info("cond_out", T.BOOL, []),
+            h.make_tensor_value_info("acc_out", T.FLOAT, [2, 5]),
+        ],
+    )
+    model = _model(
+        [h.make_node("Loop", ["n", "", "x"], ["y"], body=body)],
+        [
+            h.make_tensor_value_info("x", T.FLOAT, [2, 5]),
+            h.make_tensor_value_info("idx", T.INT64, [2, 3]),
+            h.make_tensor_value_info("upd", T.FLOAT, [2, 3]),
+        ],
+        [h.make_tensor_value_info("y", T.FLOAT, [2, 5])],
+        [h.make_tensor("n", T.INT64, [], [3]), _axis()],
+        opsets=(("", 17),),
+    )
+    feeds = {
+        "x": np.arange(10, dtype=np.float32).reshape(2, 5) / 4,
+        "idx": np.array([[0, 4, 4], [1, -1, 3]], np.int64),
+        "upd": np.array([[1, 2, 3], [4, 5, 6]], np.float32),
+    }
+    result = convert(model, "dml")
+    actions = {r.name: r.action for r in result.report.nodes}
+    assert actions == {"body_cumsum": "native", "body_scatter": "lowered"}
+    (got,) = _ort_run(result.model, feeds)
+    (want,) = _ort_run(model, feeds)
+    np.testing.assert_array_equal(got, want)  # quarter steps and small ints: sums exact
