@@ -375,3 +375,62 @@ def test_family_nodes_inside_a_loop_body_are_converted():
     (got,) = _ort_run(result.model, feeds)
     (want,) = _ort_run(model, feeds)
     np.testing.assert_array_equal(got, want)  # quarter steps and small ints: sums exact
+
+
+def test_shapes_after_an_if_are_not_taken_from_onnxruntimes_inference():
+    """ORT's symbolic inference types an If output as its then-branch declares it, even where
+    the else-branch has another rank (symbolic_shape_infer.py, _fuse_tensor_type). Here the
+    then-branch (rank 1) is the dead one: taking its rank would refuse a model ORT runs
+    ("indices have rank 2, the data rank 1")."""
+    then_branch = h.make_graph(
+        [
+            h.make_node("Flatten", ["n"], ["f"], axis=0),
+            h.make_node("Squeeze", ["f", "zero"], ["t"]),
+        ],
+        "then",
+        [],
+        [h.make_tensor_value_info("t", T.FLOAT, [64])],
+    )
+    else_branch = h.make_graph(
+        [h.make_node("Reshape", ["n", "shape"], ["r"])],
+        "else",
+        [],
+        [h.make_tensor_value_info("r", T.FLOAT, [8, 8])],
+    )
+    nodes = contrib_scatter_nd().graph.node[:1] + [
+        h.make_node(
+            "If", ["cond"], ["d"], then_branch=then_branch, else_branch=else_branch
+        ),
+        h.make_node(
+            "ScatterElements", ["d", "idx2", "upd2"], ["y"], name="scatter", axis=1
+        ),
+    ]
+    model = _model(
+        nodes,
+        [
+            h.make_tensor_value_info("x", T.FLOAT, [2, 4, 8]),
+            h.make_tensor_value_info("skip", T.FLOAT, [2, 4, 8]),
+            h.make_tensor_value_info("cond", T.BOOL, []),
+            h.make_tensor_value_info("idx2", T.INT64, [8, 2]),
+            h.make_tensor_value_info("upd2", T.FLOAT, [8, 2]),
+        ],
+        [h.make_tensor_value_info("y", T.FLOAT, None)],
+        [
+            h.make_tensor("gamma", T.FLOAT, [8], np.linspace(0.5, 1.5, 8)),
+            h.make_tensor("zero", T.INT64, [1], [0]),
+            h.make_tensor("shape", T.INT64, [2], [8, 8]),
+        ],
+        opsets=(("", 18), ("com.microsoft", 1)),
+    )
+    rng = np.random.default_rng(3)
+    feeds = {
+        "x": rng.standard_normal((2, 4, 8)).astype(np.float32),
+        "skip": rng.standard_normal((2, 4, 8)).astype(np.float32),
+        "cond": np.array(False),
+        "idx2": rng.integers(0, 8, (8, 2)).astype(np.int64),
+        "upd2": rng.standard_normal((8, 2)).astype(np.float32),
+    }
+    (want,) = _ort_run(model, feeds)
+    result = convert(model, "dml")  # refused before: the then-branch's rank was taken
+    (got,) = _ort_run(result.model, feeds)
+    np.testing.assert_array_equal(got, want)

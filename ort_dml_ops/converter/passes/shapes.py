@@ -79,9 +79,22 @@ def infer_shapes(model: ir.Model, light: onnx.ModelProto | None = None) -> bool:
             inferred = onnx.shape_inference.infer_shapes(light, data_prop=True)
     for graph, graph_proto in subgraph_pairs(model.graph, inferred.graph):
         _merge_value_info(graph, graph_proto)
-    if _family_reads_unknown_shapes(model):
+    if _has_ops_onnx_does_not_know(model) and _family_reads_unknown_shapes(model):
         _merge_from_ort(model, light)
     return True
+
+
+#: domains whose ops onnx's inference knows (the project's own are read as their twins)
+_ONNX_DOMAINS = ("", "ai.onnx", "ai.onnx.ml", "ai.onnx.preview.training", DOMAIN)
+
+
+def _has_ops_onnx_does_not_know(model: ir.Model) -> bool:
+    """Whether some node is of a domain onnx's inference has no schema for (``com.microsoft``
+    and other contrib or custom ops): the case ORT's inference is asked for, and the only one."""
+    return any(
+        node.domain not in _ONNX_DOMAINS
+        for node in ir.traversal.RecursiveGraphIterator(model.graph)
+    )
 
 
 def _family_reads_unknown_shapes(model: ir.Model) -> bool:
@@ -102,9 +115,14 @@ def _merge_from_ort(model: ir.Model, light: onnx.ModelProto) -> None:
     inferred = _ort_symbolic_inference(light)
     if inferred is None:
         return
+    doubtful: set[str] = set()
     for graph, graph_proto in subgraph_pairs(model.graph, inferred.graph):
+        doubtful |= _after_an_if(graph, doubtful)
         unknown = {
-            v.name for node in graph for v in node.outputs if v.shape is None and v.name
+            v.name
+            for node in graph
+            for v in node.outputs
+            if v.shape is None and v.name and v.name not in doubtful
         }
         infos = [vi for vi in graph_proto.value_info if vi.name in unknown]
         for vi in infos:
@@ -115,6 +133,22 @@ def _merge_from_ort(model: ir.Model, light: onnx.ModelProto) -> None:
         del graph_proto.value_info[:]
         graph_proto.value_info.extend(infos)
         _merge_value_info(graph, graph_proto)
+
+
+def _after_an_if(graph: ir.Graph, doubtful: set[str]) -> set[str]:
+    """Names of `graph`'s values computed from an If's output (or from `doubtful` ones).
+
+    ORT's symbolic inference gives an If output its then-branch's declared type and, where the
+    else-branch differs, keeps that rank (``_fuse_tensor_type`` zips the two shapes): wrong
+    where the branches' ranks differ, as in TorchScript's ``If(rank == 0)`` exports. Nothing
+    computed from an If is taken from it."""
+    out = set(doubtful)
+    for node in graph:
+        if node.op_type == "If" or any(
+            v is not None and v.name in out for v in node.inputs
+        ):
+            out.update(v.name for v in node.outputs if v.name)
+    return out
 
 
 def _ort_symbolic_inference(light: onnx.ModelProto) -> onnx.ModelProto | None:
