@@ -21,6 +21,7 @@ WORKS = {s.name: s for s in corpus.working_pattern_specs()}
 GUARD = corpus.cpu_fallback_guard_spec()
 ALLOWZERO = {s.name: s for s in corpus.reshape_allowzero_specs()}
 SIGNED_ZERO = corpus.where_signed_zero_spec()
+CONV_T = {s.name: s for s in corpus.conv_transpose_output_padding_specs()}
 LANE_CASES = [
     s.case()
     for s in (
@@ -30,10 +31,11 @@ LANE_CASES = [
         GUARD,
         *ALLOWZERO.values(),
         SIGNED_ZERO,
+        *CONV_T.values(),
     )
 ]
 LANE_CASES += [
-    s.case("cpu") for s in (*ALLOWZERO.values(), SIGNED_ZERO)
+    s.case("cpu") for s in (*ALLOWZERO.values(), SIGNED_ZERO, *CONV_T.values())
 ]  # the same build's CPU EP: a control
 
 
@@ -163,3 +165,21 @@ def test_where_keeps_a_selected_negative_zero_on_dml_not_on_the_cpu_ep(lane_resu
     np.testing.assert_array_equal(on_cpu, want)  # equal as numbers ...
     # ... but the true branch's -0.0 lost its sign (rows 0 and 2); the false branch kept it
     assert list(np.signbit(on_cpu)) == [False, True, False, False], on_cpu
+
+
+def test_conv_transpose_1d_with_output_padding_fails_on_the_lane(lane_results):
+    """A lane finding (corpus.conv_transpose_output_padding_specs): the DML EP fails a 1-D
+    ConvTranspose with output_padding at session creation; without output_padding, or in 2-D,
+    it runs and matches the same build's CPU EP. Kokoro (the third-party corpus) has such a
+    node, so it cannot run on this lane (tests/dml/test_third_party_dml.py)."""
+    for name in CONV_T:
+        dml, cpu = lane_results[name], lane_results[f"{name}@cpu"]
+        assert cpu.ok, cpu.error
+        if name.startswith("ConvTranspose-1d-output_padding1"):
+            assert not dml.ok and dml.stage == "session", (dml.stage, dml.error)
+            assert "80070057" in (dml.error or ""), dml.error
+        else:
+            _assert_ran_on_dml(dml)
+            np.testing.assert_allclose(
+                dml.outputs[0], cpu.outputs[0], rtol=1e-5, atol=1e-5
+            )

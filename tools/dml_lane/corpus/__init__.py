@@ -14,6 +14,7 @@ from __future__ import annotations
 from ..driver import CPU, DML
 from .families import cumsum_spec, scatter_elements_spec, scatter_nd_spec
 from .patterns import (
+    conv_transpose_output_padding_specs,
     cpu_fallback_guard_spec,
     cumprod_custom_model,
     former_emulator_failure_specs,
@@ -47,6 +48,7 @@ __all__ = [
     "Spec",
     "all_specs",
     "compare",
+    "conv_transpose_output_padding_specs",
     "cpu_fallback_guard_spec",
     "cumprod_custom_model",
     "cumsum_spec",

@@ -211,3 +211,47 @@ def where_signed_zero_spec() -> Spec:
         inputs,
         expect_placement={"where": DML},
     )
+
+
+def conv_transpose_output_padding_specs() -> list[Spec]:
+    """ConvTranspose with output_padding, 1-D and 2-D (a lane finding, third-party corpus).
+
+    Kokoro's text encoder upsamples with a depthwise 1-D ConvTranspose (stride 2, pads 1,
+    output_padding 1). On the lane the DML EP fails that node at session creation
+    (MLOperatorAuthorImpl.cpp, 80070057), with graph fusion on and off; the same 1-D node
+    without output_padding and the 2-D node with it run and match the CPU EP. Whether real
+    DirectML hardware fails too is not known here (no GPU was lent): the record is the lane's.
+    Rows: 1-D with output_padding (fails), 1-D without, 2-D with (both run)."""
+    out = []
+    for dims, output_padding in ((1, 1), (1, 0), (2, 1)):
+        channels, length = 4, [5] * dims
+        attrs = {
+            "kernel_shape": [3] * dims,
+            "strides": [2] * dims,
+            "pads": [1] * (2 * dims),
+        }
+        if output_padding:
+            attrs["output_padding"] = [output_padding] * dims
+        node = oh.make_node("ConvTranspose", ["x", "w"], ["y"], name="up", **attrs)
+        y_len = [2 * n - 1 + output_padding for n in length]
+        weights = _data(
+            "float32", (channels, channels, *attrs["kernel_shape"]), seed=71
+        )
+        m = model(
+            [node],
+            [_vi("x", T.FLOAT, [1, channels, *length])],
+            [_vi("y", T.FLOAT, [1, channels, *y_len])],
+            [oh.make_tensor("w", T.FLOAT, list(weights.shape), weights.ravel())],
+        )
+        out.append(
+            Spec(
+                f"ConvTranspose-{dims}d-output_padding{output_padding}-op17",
+                "ConvTranspose",
+                "float32",
+                17,
+                m,
+                {"x": _data("float32", (1, channels, *length), seed=72)},
+                expect_placement={"up": DML},
+            )
+        )
+    return out
