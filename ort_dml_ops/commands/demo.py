@@ -123,7 +123,7 @@ def _run(args, wanted, out: Path, outputs) -> int:
             o = _demo_one(entry, args.provider)
             outcomes.append(o)
             if not args.json:
-                print(_row(o), flush=True)
+                print(_row(o, i, len(entries)), flush=True)
 
     try:
         with open(outputs.temp(out), "w", encoding="utf-8") as f:
@@ -221,26 +221,37 @@ def _one_line(exc) -> str:
     return text.split(marker, 1)[1] if marker in text else text
 
 
-_COLS = "{:<20} {:<22} {:>17} {:>17}  {:<10} {}"
+_COLS = "{:<8} {:<20} {:<22} {:>17} {:>17}  {:<10} {:<9} {}"
 
 
 def _header() -> str:
     return _COLS.format(
+        "",
         "model",
         "families",
         "before GPU/CPU/cp",
         "after GPU/CPU/cp",
         "converted",
         "original",
+        "time",
     )
 
 
-def _row(o: Outcome) -> str:
+def _row(o: Outcome, i: int, n: int) -> str:
+    """One model's line, printed as soon as it is done: `[i/n]` and its seconds say how far
+    the demo has got."""
     conv = "ok" if o.converted == "ok" else "FAIL"
     orig = o.original if o.original == "ok" else o.original.split(":", 1)[0]
     line = _COLS.format(
-        o.name, "+".join(o.families), triple(o.before), triple(o.after), conv, orig
-    )
+        f"[{i}/{n}]",
+        o.name,
+        "+".join(o.families),
+        triple(o.before),
+        triple(o.after),
+        conv,
+        orig,
+        f"{o.seconds:.1f} s",
+    ).rstrip()
     notes = [f"    converted: {o.converted}"] if conv != "ok" else []
     if orig != "ok":
         notes.append(f"    original: {o.original}")

@@ -1,0 +1,120 @@
+"""The whole suite's hooks: which area each test exercises, and one summary line per area.
+
+Areas: `dml` (marked `dml`: the real DirectML EP in the Wine lane), `webgpu` (marked `webgpu`:
+ONNX Runtime's WebGPU plugin EP) and `cpu` (everything else: the CPU EP, the converter, the
+command line). At the end of a run the terminal summary says, per area, how many tests
+passed, failed and were skipped, and why they were skipped, so that a run that exercised no
+lane says so in one line ("dml: 0 ran, 114 skipped: DML lane unavailable ... (run `make
+dml-lane`)").
+
+Under pytest-xdist (`make test` runs with `-n auto`) every test marked `dml` goes to one worker
+(`--dist loadgroup`, group "dml-lane"): the lane runs one Wine session at a time behind its lock
+(run.sh), a DML session holds ~0.5 GB, and the module-scoped `lane_results` fixture of
+tests/dml batches a module's cases into one run; spread over workers each worker would
+re-run the whole batch. The counts are read from the reports (`terminalreporter.stats`),
+which the controller receives from every worker, so they hold under xdist too.
+"""
+
+from __future__ import annotations
+
+import os
+from collections import Counter
+
+import pytest
+
+AREAS = {
+    "cpu": "CPU EP",
+    "dml": "real DirectML EP, Wine lane",
+    "webgpu": "WebGPU plugin EP",
+}
+# what sets each lane up, for the line that says a whole area was skipped
+FIX = {"dml": "run `make dml-lane`", "webgpu": "run `make webgpu-lane`"}
+
+
+def _area_of_item(item: pytest.Item) -> str:
+    for area in ("dml", "webgpu"):
+        if item.get_closest_marker(area) is not None:
+            return area
+    return "cpu"
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        area = _area_of_item(item)
+        item.user_properties.append(("area", area))  # travels with the report under xdist
+        if area == "dml":
+            item.add_marker(pytest.mark.xdist_group("dml-lane"))
+
+
+def _area_of_report(report) -> str:
+    for key, value in getattr(report, "user_properties", ()):
+        if key == "area":
+            return value
+    # a module skipped at collection (pytest.importorskip) has no items: go by its folder
+    path = report.nodeid.replace(os.sep, "/")
+    for area in ("dml", "webgpu"):
+        if path.startswith(f"tests/{area}/"):
+            return area
+    return "cpu"
+
+
+def _skip_reason(report) -> str:
+    longrepr = report.longrepr
+    if isinstance(longrepr, tuple) and len(longrepr) == 3:
+        reason = str(longrepr[2])
+    else:
+        reason = str(longrepr)
+    return reason.removeprefix("Skipped: ")
+
+
+def _count(stats) -> dict[str, dict]:
+    areas: dict[str, dict] = {
+        a: {"outcomes": Counter(), "skips": Counter()} for a in AREAS
+    }
+    for outcome in ("passed", "failed", "error", "skipped", "xfailed", "xpassed"):
+        for report in stats.get(outcome, ()):
+            area = areas[_area_of_report(report)]
+            area["outcomes"][outcome] += 1
+            if outcome == "skipped":
+                area["skips"][_skip_reason(report)] += 1
+    return areas
+
+
+def area_line(area: str, outcomes: Counter, skips: Counter) -> str:
+    ran = sum(n for o, n in outcomes.items() if o != "skipped")
+    head = f"{area} ({AREAS[area]}):"
+    if not ran and not outcomes["skipped"]:
+        return f"{head} none selected"
+    if not ran:
+        reasons = "; ".join(r for r, _ in skips.most_common(2))
+        fix = FIX.get(area)
+        hint = f" ({fix})" if fix and fix not in reasons else ""
+        return f"{head} skipped, all {outcomes['skipped']}: {reasons}{hint}"
+    parts = [f"{ran} ran"]
+    for o in ("passed", "failed", "error", "xfailed", "xpassed"):
+        if outcomes[o]:
+            parts.append(f"{outcomes[o]} {o}")
+    line = f"{head} " + ", ".join(parts)
+    if outcomes["skipped"]:
+        why = "; ".join(f"{n} × {r}" for r, n in skips.most_common(3))
+        more = len(skips) - 3
+        line += f"; {outcomes['skipped']} skipped ({why}{f'; {more} more reasons, see above' if more > 0 else ''})"
+    return line
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus, config):
+    if config.getoption("collectonly"):
+        return
+    if hasattr(config, "workerinput"):  # an xdist worker: the controller reports
+        return
+    areas = _count(terminalreporter.stats)
+    terminalreporter.write_sep("=", "what ran, per area")
+    for area, c in areas.items():
+        terminalreporter.write_line(area_line(area, c["outcomes"], c["skips"]))
+    markexpr = config.getoption("markexpr") or ""
+    if markexpr.replace(" ", "") == "notfull":
+        terminalreporter.write_line(
+            "tier: `make test` (the exhaustive sweeps, marked `full`, run in `make test-full`; CI runs both)"
+        )
+    elif markexpr.strip() == "full":
+        terminalreporter.write_line("tier: `make test-full` (the exhaustive sweeps)")
