@@ -78,9 +78,14 @@ def run_reference(model: onnx.ModelProto, feeds: dict) -> np.ndarray:
 
 def ort_cpu_has_kernel(op_type: str, since: int, dtype) -> bool:
     """Whether the installed ONNX Runtime CPU EP registers op_type at `since` for `dtype`."""
+    return _ort_cpu_has_kernel(op_type, since, np.dtype(dtype))
+
+
+@functools.cache  # the op grids ask once per case; the registry is read once per question
+def _ort_cpu_has_kernel(op_type: str, since: int, dtype: np.dtype) -> bool:
     from onnxruntime.capi import _pybind_state as C
 
-    name = TensorProto.DataType.Name(NP_TO_ONNX[np.dtype(dtype)]).lower()
+    name = TensorProto.DataType.Name(NP_TO_ONNX[dtype]).lower()
     want = "tensor(" + name + ")"
     for k in C.get_all_opkernel_def():
         if (
