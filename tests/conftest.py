@@ -41,7 +41,8 @@ def _area_of_item(item: pytest.Item) -> str:
 def pytest_collection_modifyitems(config, items):
     for item in items:
         area = _area_of_item(item)
-        item.user_properties.append(("area", area))  # travels with the report under xdist
+        # a user property travels with the report from an xdist worker to the controller
+        item.user_properties.append(("area", area))
         if area == "dml":
             item.add_marker(pytest.mark.xdist_group("dml-lane"))
 
@@ -102,7 +103,9 @@ def area_line(area: str, outcomes: Counter, skips: Counter) -> str:
     return line
 
 
+@pytest.hookimpl(wrapper=True, tryfirst=True)  # outermost: after the `-ra` skip list
 def pytest_terminal_summary(terminalreporter, exitstatus, config):
+    yield
     if config.getoption("collectonly"):
         return
     if hasattr(config, "workerinput"):  # an xdist worker: the controller reports
