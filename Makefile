@@ -1,23 +1,38 @@
 # The two commands in README.md (`make demo`, `make test`) work from a fresh clone: each
-# creates the virtual environment when it is missing or older than pyproject.toml.
+# creates the virtual environment when it is missing or older than pyproject.toml. `make demo`
+# installs only the package and its runtime dependencies (~300 MB); `make test` (and lint)
+# add the test, olive and lint extras (torch, olive-ai, ruff, mypy: ~1.6 GB) to the same .venv.
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
+RUNTIME := $(VENV)/.installed-runtime
 STAMP := $(VENV)/.installed
+# `make test`: every test but the exhaustive sweeps (marked `full`), in parallel (pytest-xdist,
+# one worker per core); the `dml` tests share one worker (tests/conftest.py says why).
+# `make test-full`: only the sweeps. CI (.ci/run) runs both: together, the whole suite.
+XDIST := -n auto --dist loadgroup
 
-.PHONY: demo test lint dml-lane dml-lane-driver dml-full webgpu-lane third-party bench clean
+.PHONY: demo test test-full lint dml-lane dml-lane-driver dml-full webgpu-lane third-party bench clean
 
-$(STAMP): pyproject.toml
+$(RUNTIME): pyproject.toml
+	@echo "make: setting up $(VENV) with the package and its runtime dependencies"
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install -q --upgrade pip
+	$(BIN)/python -m pip install -q -e .
+	touch $(RUNTIME)
+
+$(STAMP): $(RUNTIME)
+	@echo "make: adding the test, olive and lint extras to $(VENV) (torch, olive-ai, ruff, mypy)"
 	$(BIN)/python -m pip install -q -e '.[test,olive,lint]'
 	touch $(STAMP)
 
-demo: $(STAMP)
+demo: $(RUNTIME)
 	$(BIN)/ort-dml-ops demo
 
 test: $(STAMP)
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest $(XDIST) -m 'not full'
+
+test-full: $(STAMP)
+	$(BIN)/python -m pytest $(XDIST) -m full
 
 # ruff (lint + format) on the tree and mypy on the package ([tool.ruff], [tool.mypy]); CI runs it
 lint: $(STAMP)

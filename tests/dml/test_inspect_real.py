@@ -22,7 +22,8 @@ from ort_dml_ops import DOMAIN, inspect, zoo
 from ort_dml_ops.conversion import convert
 from ort_dml_ops.placement.compare import compare
 
-pytestmark = pytest.mark.dml
+# an exhaustive sweep (every zoo and real-export model, before and after convert, against ORT's record on the lane): `make test-full`
+pytestmark = [pytest.mark.dml, pytest.mark.full]
 
 
 def _real_models() -> list:

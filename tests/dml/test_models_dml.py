@@ -28,7 +28,8 @@ from dml_lane.driver import CPU, DML, Case
 from ort_dml_ops import DOMAIN, inspect, zoo
 from ort_dml_ops.conversion import convert
 
-pytestmark = pytest.mark.dml
+# an exhaustive sweep (every zoo and real-export model, original and converted, run on the lane): `make test-full`
+pytestmark = [pytest.mark.dml, pytest.mark.full]
 
 #: the ops convert(target="dml") exists for: none of them may stay on the CPU EP. Prefixes, so
 #: that the project's fallback kernels (op types such as CumProd_float32) count too.
