@@ -4,14 +4,14 @@ Areas: `dml` (marked `dml`: the real DirectML EP in the Wine lane), `webgpu` (ma
 ONNX Runtime's WebGPU plugin EP) and `cpu` (everything else: the CPU EP, the converter, the
 command line). At the end of a run the terminal summary says, per area, how many tests
 passed, failed and were skipped, and why they were skipped, so that a run that exercised no
-lane says so in one line ("dml: 0 ran, 114 skipped: DML lane unavailable ... (run `make
-dml-lane`)").
+lane says so in one line ("dml (real DirectML EP, Wine lane): skipped, all 28: DML lane
+unavailable: ... (run `make dml-lane`)").
 
-Under pytest-xdist (`make test` runs with `-n auto`) every test marked `dml` goes to one worker
-(`--dist loadgroup`, group "dml-lane"): the lane runs one Wine session at a time behind its lock
-(run.sh), a DML session holds ~0.5 GB, and the module-scoped `lane_results` fixture of
-tests/dml batches a module's cases into one run; spread over workers each worker would
-re-run the whole batch. The counts are read from the reports (`terminalreporter.stats`),
+Under pytest-xdist (`make test` runs with `-n auto --dist loadgroup`) every test under
+tests/dml/ goes to one worker (group "dml-lane", pytest_xdist_make_scheduler below): the lane
+runs one Wine session at a time behind its lock (run.sh), a DML session holds ~0.5 GB, and the
+module-scoped `lane_results` fixture of tests/dml batches a module's cases into one run;
+spread over workers, each worker would re-run the whole batch. The counts are read from the reports (`terminalreporter.stats`),
 which the controller receives from every worker, so they hold under xdist too.
 """
 
@@ -38,13 +38,31 @@ def _area_of_item(item: pytest.Item) -> str:
     return "cpu"
 
 
+@pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config, items):
     for item in items:
-        area = _area_of_item(item)
         # a user property travels with the report from an xdist worker to the controller
-        item.user_properties.append(("area", area))
-        if area == "dml":
-            item.add_marker(pytest.mark.xdist_group("dml-lane"))
+        item.user_properties.append(("area", _area_of_item(item)))
+
+
+def pytest_xdist_make_scheduler(config, log):
+    """`--dist loadgroup`, with every test under tests/dml/ in one group (one worker).
+
+    Not by `xdist_group` marks: pytest-xdist 3.8 groups by a suffix it writes into
+    `item._nodeid`, which pytest 9 no longer reads back into `nodeid` (measured: the marks were
+    set, the lane's modules still ran on both workers). The controller sees only node ids, and
+    every `dml` test lives in tests/dml/."""
+    if config.getvalue("dist") != "loadgroup":
+        return None
+    from xdist.scheduler import LoadGroupScheduling
+
+    class LaneGroupScheduling(LoadGroupScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            if nodeid.replace(os.sep, "/").startswith("tests/dml/"):
+                return "dml-lane"
+            return super()._split_scope(nodeid)
+
+    return LaneGroupScheduling(config, log)
 
 
 def _area_of_report(report) -> str:
