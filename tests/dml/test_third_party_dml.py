@@ -24,7 +24,8 @@ from ort_dml_ops.conversion import convert
 from tests.test_third_party import KNOWN_CPU, _close
 from tests.third_party import THIRD_PARTY
 
-pytestmark = pytest.mark.dml
+# a per-model sweep on the lane: `make test-full` (and CI) runs it
+pytestmark = [pytest.mark.dml, pytest.mark.full]
 
 AS_USERS_RUN = {"graph_optimization_level": "ORT_ENABLE_ALL"}  # ORT's default
 FAMILY = ("CumSum", "CumProd", "Scatter")
