@@ -151,10 +151,10 @@ def unsorted_cumsum():
     )
 
 
-def loop_model(body_nodes, relu_first=True):
-    """A Loop whose body reads `r`, a main-graph value produced by a Relu."""
-    body = h.make_graph(
-        body_nodes,
+def loop_body(nodes):
+    """A Loop body (i, cond_in, acc_in: float[2, 5]) -> (cond_out, acc_out) made of `nodes`."""
+    return h.make_graph(
+        nodes,
         "body",
         [
             h.make_tensor_value_info("i", T.INT64, []),
@@ -166,6 +166,11 @@ def loop_model(body_nodes, relu_first=True):
             h.make_tensor_value_info("acc_out", T.FLOAT, [2, 5]),
         ],
     )
+
+
+def loop_model(body_nodes, relu_first=True):
+    """A Loop whose body reads `r`, a main-graph value produced by a Relu."""
+    body = loop_body(body_nodes)
     relu = h.make_node("Relu", ["x"], ["r"])
     loop = h.make_node("Loop", ["n", "", "x"], ["y"], body=body)
     return _model(
@@ -329,7 +334,7 @@ def test_string_inputs_through_ai_onnx_ml_beside_family_nodes():
 def test_family_nodes_inside_a_loop_body_are_converted():
     """A CumSum (native) and a ScatterElements(add) (lowered) in a Loop body that reads the
     indices and updates from the outer scope; the result equals ORT's kernels."""
-    body = h.make_graph(
+    body = loop_body(
         [
             h.make_node("CumSum", ["acc_in", "ax"], ["cs"], name="body_cumsum"),
             h.make_node(
@@ -341,17 +346,7 @@ def test_family_nodes_inside_a_loop_body_are_converted():
                 reduction="add",
             ),
             h.make_node("Identity", ["cond_in"], ["cond_out"]),
-        ],
-        "body",
-        [
-            h.make_tensor_value_info("i", T.INT64, []),
-            h.make_tensor_value_info("cond_in", T.BOOL, []),
-            h.make_tensor_value_info("acc_in", T.FLOAT, [2, 5]),
-        ],
-        [
-            h.make_tensor_value_info("cond_out", T.BOOL, []),
-            h.make_tensor_value_info("acc_out", T.FLOAT, [2, 5]),
-        ],
+        ]
     )
     model = _model(
         [h.make_node("Loop", ["n", "", "x"], ["y"], body=body)],
