@@ -4,7 +4,9 @@ node reaches the DML EP or the report says exactly why not, and the converted mo
 original's outputs on ONNX Runtime's CPU EP.
 
 The corpus is fetched by `make third-party` (CI runs it); without it each test is skipped with
-that reason. The DML-lane half is tests/dml/test_third_party_dml.py.
+that reason. A sweep over a corpus (about 150 s of CPU, 77 s of it minimol's 48 lowered
+scatters): marked `full`, so `make test-full` and CI run it. The DML-lane half is
+tests/dml/test_third_party_dml.py.
 """
 
 from __future__ import annotations
@@ -16,6 +18,8 @@ import pytest
 from ort_dml_ops import convert, inspect
 from ort_dml_ops.cli import main
 from tests.third_party import PROJECTS, THIRD_PARTY, family_nodes
+
+pytestmark = pytest.mark.full
 
 CPU = ["CPUExecutionProvider"]
 DML = "DmlExecutionProvider"
