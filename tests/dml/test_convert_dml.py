@@ -21,7 +21,8 @@ from ort_dml_ops import DOMAIN
 from ort_dml_ops.conversion import convert
 from tests.support import np_scatter_elements
 
-pytestmark = pytest.mark.dml
+# a sweep on the lane (ops, placement truth, converted models): `make test-full` and CI run it
+pytestmark = [pytest.mark.dml, pytest.mark.full]
 
 # self-contained (tests/dml is not a package): tiny copies of the helpers in tests/lowering
 

@@ -18,7 +18,8 @@ import pytest
 from dml_lane import corpus
 from dml_lane.driver import DML
 
-pytestmark = pytest.mark.dml
+# a sweep on the lane (ops, placement truth, converted models): `make test-full` and CI run it
+pytestmark = [pytest.mark.dml, pytest.mark.full]
 
 FULL = os.environ.get("DML_FULL") == "1"
 _SPECS = corpus.all_specs() if FULL else corpus.representative_specs()

@@ -23,7 +23,8 @@ from onnx import helper as h
 
 from ort_dml_ops import inspect
 
-pytestmark = pytest.mark.dml
+# a sweep on the lane (ops, placement truth, converted models): `make test-full` and CI run it
+pytestmark = [pytest.mark.dml, pytest.mark.full]
 
 FULL = os.environ.get("DML_FULL") == "1"
 OPSETS_FULL = list(range(11, 22))
