@@ -133,3 +133,30 @@ def test_check_needs_the_driver_installed_in_the_lane(tmp_path, monkeypatch, cap
     driver = dml_lane.load_driver()
     assert Path(driver.__file__) == tmp_path / "driver" / "driver.py"
     assert driver.Case("c", b"", {}).provider == "dml"
+
+
+def test_a_guest_that_dies_before_saying_anything_is_started_once_more(monkeypatch):
+    """A guest that exits non-zero with no output and no result wrote nothing of any case
+    (Wine did not start): the chunk runs once more before its first case is blamed."""
+    import onnx.helper as oh
+    from onnx import TensorProto as T
+
+    calls = []
+
+    def silent_death(w, folder, chunk):
+        calls.append([cid for cid, _ in chunk])
+        return "", 1
+
+    monkeypatch.setattr(lane, "lane_available", lambda: (True, ""))
+    monkeypatch.setattr(lane, "_run_chunk", silent_death)
+    g = oh.make_graph(
+        [oh.make_node("Relu", ["x"], ["y"], name="relu")],
+        "g",
+        [oh.make_tensor_value_info("x", T.FLOAT, [2])],
+        [oh.make_tensor_value_info("y", T.FLOAT, [2])],
+    )
+    model = oh.make_model(g, opset_imports=[oh.make_opsetid("", 17)])
+    x = {"x": __import__("numpy").zeros(2, "float32")}
+    a, b = lane.run_cases([lane.Case("a", model, x), lane.Case("b", model, x)])
+    assert calls == [["0000", "0001"], ["0000", "0001"], ["0001"]]
+    assert (a.stage, b.stage) == ("crash", "crash")  # two silent deaths each: blamed
