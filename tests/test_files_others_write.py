@@ -19,6 +19,7 @@ from ort_dml_ops import UserError, convert, inspect
 from ort_dml_ops.checking import is_sorted
 from ort_dml_ops.converter.pipeline import SORTED_NOTE
 from ort_dml_ops.targets import schemas
+from tests.converter.rules._util import run_cpu
 
 CPU = "CPUExecutionProvider"
 
@@ -28,11 +29,6 @@ def _model(nodes, inputs, outputs, inits=(), opsets=(("", 18),)):
     m = h.make_model(g, opset_imports=[h.make_opsetid(d, v) for d, v in opsets])
     m.ir_version = 9
     return m
-
-
-def _ort_run(model, feeds):
-    session = ort.InferenceSession(model.SerializeToString(), providers=[CPU])
-    return session.run(None, feeds)
 
 
 def _axis(name="ax", value=1):
@@ -131,8 +127,8 @@ def test_scatter_after_a_contrib_op_is_lowered_with_onnxruntimes_shapes():
     result = convert(model, "dml")
     (row,) = [r for r in result.report.nodes if r.op_type == "ScatterND"]
     assert row.action == "lowered", row.reason
-    (want,) = _ort_run(model, feeds)
-    (got,) = _ort_run(result.model, feeds)
+    (want,) = run_cpu(model, feeds)
+    (got,) = run_cpu(result.model, feeds)
     np.testing.assert_array_equal(got, want)  # scatter without reduction: exact
 
 
@@ -205,12 +201,12 @@ def test_unsorted_graph_is_sorted_and_said_so(build):
         )
         .astype(np.float32)
     )
-    (want,) = _ort_run(model, {"x": x})  # ONNX Runtime sorts it when it loads it
+    (want,) = run_cpu(model, {"x": x})  # ONNX Runtime sorts it when it loads it
     result = convert(model, "dml")
     assert SORTED_NOTE in result.report.normalized
     assert is_sorted(result.model)
     onnx.checker.check_model(result.model, full_check=True)
-    (got,) = _ort_run(result.model, {"x": x})
+    (got,) = run_cpu(result.model, {"x": x})
     np.testing.assert_array_equal(got, want)
     assert not is_sorted(model), "the caller's model is not changed"
 
@@ -272,13 +268,13 @@ def test_inputs_and_outputs_without_a_shape_are_accepted():
         "idx": np.array([[0, 4, 4], [1, 1, 3]], np.int64),
         "upd": rng.standard_normal((2, 3)).astype(np.float32),
     }
-    (want,) = _ort_run(model, feeds)
+    (want,) = run_cpu(model, feeds)
     result = convert(model, "dml")
     assert [v.SerializeToString() for v in result.model.graph.input] == [
         v.SerializeToString() for v in model.graph.input
     ]
     assert result.model.graph.output[0] == model.graph.output[0]
-    (got,) = _ort_run(result.model, feeds)
+    (got,) = run_cpu(result.model, feeds)
     np.testing.assert_allclose(
         got, want, rtol=1e-6, atol=1e-6
     )  # float add: order differs
@@ -322,8 +318,8 @@ def test_string_inputs_through_ai_onnx_ml_beside_family_nodes():
         "ScatterElements": "lowered",
         "CumSum": "native",
     }
-    (got,) = _ort_run(result.model, feeds)
-    (want,) = _ort_run(model, feeds)
+    (got,) = run_cpu(result.model, feeds)
+    (want,) = run_cpu(model, feeds)
     # duplicate index 0 ("a" and the default): ORT's kernel writes them in order, last wins
     np.testing.assert_array_equal(got, want)
 
@@ -367,8 +363,8 @@ def test_family_nodes_inside_a_loop_body_are_converted():
     result = convert(model, "dml")
     actions = {r.name: r.action for r in result.report.nodes}
     assert actions == {"body_cumsum": "native", "body_scatter": "lowered"}
-    (got,) = _ort_run(result.model, feeds)
-    (want,) = _ort_run(model, feeds)
+    (got,) = run_cpu(result.model, feeds)
+    (want,) = run_cpu(model, feeds)
     np.testing.assert_array_equal(got, want)  # quarter steps and small ints: sums exact
 
 
@@ -425,7 +421,7 @@ def test_shapes_after_an_if_are_not_taken_from_onnxruntimes_inference():
         "idx2": rng.integers(0, 8, (8, 2)).astype(np.int64),
         "upd2": rng.standard_normal((8, 2)).astype(np.float32),
     }
-    (want,) = _ort_run(model, feeds)
+    (want,) = run_cpu(model, feeds)
     result = convert(model, "dml")  # refused before: the then-branch's rank was taken
-    (got,) = _ort_run(result.model, feeds)
+    (got,) = run_cpu(result.model, feeds)
     np.testing.assert_array_equal(got, want)
