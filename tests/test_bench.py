@@ -200,10 +200,10 @@ def test_convert_floor_reports_both_floors_per_strategy():
     from ort_dml_ops.bench.convert_floor import run_convert_floor, table_lines
 
     r = run_convert_floor(n_nodes=40, reps=1)
-    for strategy in ("auto", "native"):
+    for strategy in ("lower", "native"):
         for key in (strategy, f"floor_{strategy}", f"ir_floor_{strategy}"):
             assert r["s"][key] > 0
         assert r[f"{strategy}/floor"] > 0 and r[f"{strategy}/ir_floor"] > 0
-    assert r["nodes_out"]["native"] == 40 < r["nodes_out"]["auto"]
+    assert r["nodes_out"]["native"] == 40 < r["nodes_out"]["lower"]
     text = "\n".join(table_lines(r, None))
     assert "floor" in text and "onnx-ir converter's floor" in text

@@ -124,7 +124,7 @@ def test_scatter_after_a_contrib_op_is_lowered_with_onnxruntimes_shapes():
         "x": rng.standard_normal((2, 4, 8)).astype(np.float32),
         "skip": rng.standard_normal((2, 4, 8)).astype(np.float32),
     }
-    result = convert(model, "dml")
+    result = convert(model, "dml", strategy="lower")
     (row,) = [r for r in result.report.nodes if r.op_type == "ScatterND"]
     assert row.action == "lowered", row.reason
     (want,) = run_cpu(model, feeds)
@@ -202,7 +202,7 @@ def test_unsorted_graph_is_sorted_and_said_so(build):
         .astype(np.float32)
     )
     (want,) = run_cpu(model, {"x": x})  # ONNX Runtime sorts it when it loads it
-    result = convert(model, "dml")
+    result = convert(model, "dml", strategy="lower")
     assert SORTED_NOTE in result.report.normalized
     assert is_sorted(result.model)
     onnx.checker.check_model(result.model, full_check=True)
@@ -269,7 +269,7 @@ def test_inputs_and_outputs_without_a_shape_are_accepted():
         "upd": rng.standard_normal((2, 3)).astype(np.float32),
     }
     (want,) = run_cpu(model, feeds)
-    result = convert(model, "dml")
+    result = convert(model, "dml", strategy="lower")
     assert [v.SerializeToString() for v in result.model.graph.input] == [
         v.SerializeToString() for v in model.graph.input
     ]
@@ -313,7 +313,7 @@ def test_string_inputs_through_ai_onnx_ml_beside_family_nodes():
         "data": np.zeros((1, 3), np.float32),
         "upd": np.array([[1.0, 2.0, 4.0, 8.0]], np.float32),
     }
-    result = convert(model, "dml")
+    result = convert(model, "dml", strategy="lower")
     assert {r.op_type: r.action for r in result.report.nodes} == {
         "ScatterElements": "lowered",
         "CumSum": "native",
@@ -360,7 +360,7 @@ def test_family_nodes_inside_a_loop_body_are_converted():
         "idx": np.array([[0, 4, 4], [1, -1, 3]], np.int64),
         "upd": np.array([[1, 2, 3], [4, 5, 6]], np.float32),
     }
-    result = convert(model, "dml")
+    result = convert(model, "dml", strategy="lower")
     actions = {r.name: r.action for r in result.report.nodes}
     assert actions == {"body_cumsum": "native", "body_scatter": "lowered"}
     (got,) = run_cpu(result.model, feeds)
@@ -422,6 +422,8 @@ def test_shapes_after_an_if_are_not_taken_from_onnxruntimes_inference():
         "upd2": rng.standard_normal((8, 2)).astype(np.float32),
     }
     (want,) = run_cpu(model, feeds)
-    result = convert(model, "dml")  # refused before: the then-branch's rank was taken
+    result = convert(
+        model, "dml", strategy="lower"
+    )  # refused before: the then-branch's rank was taken
     (got,) = run_cpu(result.model, feeds)
     np.testing.assert_array_equal(got, want)

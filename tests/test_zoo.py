@@ -227,17 +227,24 @@ def test_zoo_model_placement_after_convert(name, strategy, converted):
             if n.op_type in ("CumSum", "CumProd", "ScatterElements")
         ]
         assert fam_nodes and all(n.domain == DOMAIN for n in fam_nodes)
+    elif strategy == "auto" and _kept_for_cost(result):
+        # auto kept a scatter on ORT's CPU kernel: faster at the zoo's sizes (rules/cost.py);
+        # each such node says so, with both estimates, and the rest is lower's placement
+        for node in result.report.nodes:
+            if node.action != "cpu":
+                continue
+            assert [r["code"] for r in node.refusals] == ["cpu-path-cheaper"], node
+            assert node.cost["cpu"]["estimate_us"] < node.cost["lowered"]["estimate_us"]
     else:  # lower, auto: every node on the DML GPU (all zoo models qualify, static or not)
-        gpu, cpu, copies = summary
-        # the only copies: each lowered scatter's run-time index guard hands one flag to the host,
-        # where two scalar nodes (Equal, Where) pick the output's shape; guards over the same
-        # indices are one computation after ORT's common-subexpression elimination
+        gpu, _, copies = summary
+        # the only copy: the graph's one run-time index guard hands one flag to the host, where
+        # scalar nodes (Equal, and a Where per output shape) pick the outputs' shapes
         guards = sum(
             n.name.endswith("/IndexOrSizeOutOfRange") for n in result.model.graph.node
         )
-        assert (
-            (guards > 0) == (copies > 0) and copies <= guards and cpu == 2 * copies
-        ), result.report.to_dict()["inspect"]["nodes"]
+        assert (guards > 0) == (copies > 0) and copies <= 1, result.report.to_dict()[
+            "inspect"
+        ]["nodes"]
         assert gpu >= BEFORE[name][0] + BEFORE[name][1]
         nodes = result.report.inspect.to_dict()["nodes"]
         host = [n for n in nodes if n["provider"] not in ("DmlExecutionProvider", None)]
@@ -246,17 +253,36 @@ def test_zoo_model_placement_after_convert(name, strategy, converted):
         ), host
 
 
-def test_auto_and_lower_agree_on_the_zoo(converted):
+def _kept_for_cost(result) -> bool:
+    return any(n.action == "cpu" for n in result.report.nodes)
+
+
+def test_auto_and_lower_agree_on_the_zoo_but_for_what_auto_keeps_for_cost(converted):
+    """Where auto lowers every node it writes lower's model byte for byte; where it keeps a
+    scatter on ORT's CPU kernel (its estimate: faster at the zoo's sizes), only then."""
+    kept = []
     for name in NAMES:
-        a = converted[name, "auto"].model.SerializeToString()
-        b = converted[name, "lower"].model.SerializeToString()
-        assert a == b, name
+        a, b = converted[name, "auto"], converted[name, "lower"]
+        if _kept_for_cost(a):
+            kept.append(name)
+            assert all(
+                n.action in ("native", "cpu", "lowered", "cast") for n in a.report.nodes
+            )
+        else:
+            assert a.model.SerializeToString() == b.model.SerializeToString(), name
+    # the zoo's scatters are small: those auto keeps on the CPU (measured against DeviceModel)
+    assert set(kept) == {
+        "nucleus_sampling",
+        "bincount",
+        "segment_max",
+        "scatter_reduce_amax",
+    }
 
 
 @pytest.mark.parametrize("name", NAMES)
 def test_zoo_converted_without_index_guard_has_no_copy(name):
     result = convert(
-        zoo.get(name).load_model(), "dml", strategy="auto", check_indices=False
+        zoo.get(name).load_model(), "dml", strategy="lower", check_indices=False
     )
     assert not any(
         n.name.endswith("/IndexOrSizeOutOfRange") for n in result.model.graph.node

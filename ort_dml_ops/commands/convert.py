@@ -79,11 +79,21 @@ def add_parser(subparsers) -> None:
         "does (default); --no-check-indices drops the check (two reductions over the indices "
         "and a few scalar copies per scatter) and a bad index then writes a wrong element",
     )
+    p.add_argument(
+        "--input-shape",
+        metavar="NAME=DIMS",
+        action="append",
+        default=[],
+        help="the size an input takes at run time where the model leaves it symbolic, e.g. "
+        "x=8,1024 (repeatable): strategy auto then weighs each lowering against ONNX Runtime's "
+        "CPU kernel at those sizes; the converted model keeps its own declarations",
+    )
     p.set_defaults(func=run)
 
 
 def run(args) -> int:
     from ..conversion import convert
+    from ..converter.size_hints import parse_hint
     from ..modelio import data_path_for, external_data_files, load_model, write_model
     from ..progress import Progress
     from ..writes import Outputs
@@ -111,6 +121,7 @@ def run(args) -> int:
             args.target,
             strategy=args.strategy,
             check_indices=args.check_indices,
+            input_shapes=dict(parse_hint(h) for h in args.input_shape),
             keep_external_data=True,
             # the text output never shows the inspect report of the output (on a 50k-node
             # model it costs more than the conversion): only the JSON report carries it

@@ -71,8 +71,10 @@ class Outcome:
     seconds: float
     graphs: dict = field(default_factory=dict)  # for the picture
     guards: int = (
-        0  # lowered scatters' run-time index guards (one flag to the host each)
+        0  # 1 where the model's lowered scatters have their run-time index guard
     )
+    #: scatters auto left on ONNX Runtime's CPU kernel because its estimate says that is faster
+    kept_for_cost: int = 0
 
     @property
     def ok(self) -> bool:
@@ -210,7 +212,16 @@ def _demo_one(entry, providers) -> Outcome:
         used or [],
         time.perf_counter() - t,
         graphs,
-        sum(n.name.endswith("/IndexOrSizeOutOfRange") for n in result.model.graph.node),
+        int(
+            any(
+                n.name.startswith("scatter_guard/IndexOrSizeOutOfRange")
+                for n in result.model.graph.node
+            )
+        ),
+        sum(
+            any(r.get("code") == "cpu-path-cheaper" for r in n.refusals)
+            for n in result.report.nodes
+        ),
     )
 
 
@@ -253,6 +264,11 @@ def _row(o: Outcome, i: int, n: int) -> str:
         f"{o.seconds:.1f} s",
     ).rstrip()
     notes = [f"    converted: {o.converted}"] if conv != "ok" else []
+    if o.kept_for_cost:
+        notes.append(
+            f"    auto kept {o.kept_for_cost} scatter(s) on ONNX Runtime's CPU kernel: faster at "
+            "these sizes than the lowering's kernels (cost model; --strategy lower moves them)"
+        )
     if orig != "ok":
         notes.append(f"    original: {o.original}")
     return "\n".join([line, *notes])
@@ -266,6 +282,7 @@ def _summary(outcomes, elapsed) -> list[str]:
     cpu_a = sum(o.after["cpu_nodes"] for o in outcomes)
     cp_a = sum(o.after["copies"] for o in outcomes)
     guards = sum(o.guards for o in outcomes)
+    kept = sum(o.kept_for_cost for o in outcomes)
     provs = sorted({p for o in outcomes for p in o.providers[:1]}) or ["(no session)"]
     conv_ok = sum(o.converted == "ok" for o in outcomes)
     orig_ok = sum(o.original == "ok" for o in outcomes)
@@ -277,8 +294,13 @@ def _summary(outcomes, elapsed) -> list[str]:
         f"({cpu_b} nodes on the CPU, {cp_b} device<->host copies per run).",
         f"         After convert(target='dml'): {cpu_a} nodes on the CPU, {cp_a} copies"
         + (
-            f" (the {guards} scatter index guards: one flag to the host and two scalar CPU nodes each; "
-            "--no-check-indices drops them)"
+            f" ({kept} scatters kept on ONNX Runtime's CPU kernel, faster at the zoo's sizes)"
+            if kept
+            else ""
+        )
+        + (
+            f"; {guards} models' index guard: one flag to the host per run and scalar CPU "
+            "nodes (--no-check-indices drops it)"
             if guards
             else ""
         )

@@ -44,6 +44,7 @@ from ..runnable import check_original
 from ._common import serde_reason
 from .passes import ConvertState, Declared, convert_passes
 from .report import ConvertReport, NodeReport
+from .size_hints import size_hints
 
 __all__ = [
     "INLINE_LIMIT",
@@ -83,8 +84,12 @@ def convert(
     validate: bool = True,
     with_inspect: bool = True,
     keep_external_data: bool = False,
+    input_shapes: dict[str, tuple[int, ...]] | None = None,
 ) -> ConvertResult:
     """Rewrite `model` for `target` ("dml", "cuda", "webgpu", "cpu") with `strategy`; the input is not changed.
+
+    `input_shapes`: input name → dims the graph leaves symbolic, for `auto`'s estimate of what
+    each option costs at those sizes (converter/size_hints.py); the model keeps its declarations.
 
     A model file with external data is converted with its data left on disk (never loaded for
     the conversion or its validation). The result holds the data inline when it is small enough
@@ -114,7 +119,10 @@ def convert(
         ) from None
     _function_input_types(proto, model_ir)
     value_info = value_info_names(original)
-    state = run_passes(model_ir, target, strategy, check_indices, value_info, proto)
+    hints = size_hints(proto, dict(input_shapes or {}))
+    state = run_passes(
+        model_ir, target, strategy, check_indices, value_info, proto, hints
+    )
     if resorted:
         state.normalized.insert(0, SORTED_NOTE)
     del proto
@@ -187,6 +195,7 @@ def run_passes(
     check_indices: bool,
     value_info: set[str],
     light: onnx.ModelProto | None = None,
+    hints: dict[str, tuple[int, ...]] | None = None,
 ) -> ConvertState:
     """Convert `model` in place (passes/); `value_info`: the names the input declared;
     `light`: `model` serialized without its weights when the caller has it (ConvertState.light;
@@ -197,6 +206,7 @@ def run_passes(
         check_indices,
         declared=Declared.of(model, value_info),
         light=light,
+        size_hints=hints or {},
     )
     try:
         convert_passes(state)(model)

@@ -182,17 +182,82 @@ def _cumsum_f64(name, shape, seed=5):
     return name, m, {"x": x}, np.cumsum(x, axis=1)
 
 
-#: the lowerings themselves (no run-time index guard): every node on DML, no copy
+#: the lowerings themselves (no run-time index guard): every node on DML, no copy (strategy
+#: lower: at these sizes auto keeps the scatters on ORT's CPU kernel, rules/cost.py)
 MODELS = {
-    name: (convert(m, "dml", check_indices=False).model, feeds, want)
+    name: (convert(m, "dml", strategy="lower", check_indices=False).model, feeds, want)
     for name, m, feeds, want in _models()
 }
 #: as convert writes them by default: lowered scatters guard their indices, which hands one flag
 #: to the host per scatter, where two scalar nodes pick the output's shape
 GUARDED = {
-    f"{name}@guarded": (convert(m, "dml").model, feeds, want, m)
+    f"{name}@guarded": (convert(m, "dml", strategy="lower").model, feeds, want, m)
     for name, m, feeds, want in _models()
     if m.graph.node[0].op_type.startswith("Scatter")
+}
+
+
+def _lean_cases():
+    """(name, original model, feeds) for the sort / prefix-sum folds (rules/scatter_lean.py):
+    duplicates everywhere, NaN and signed zeros for float max / min, int32 sums that overflow;
+    a last-axis scatter (rows sorted apart) and an axis-0 one (one sort over all updates)."""
+    rng = np.random.default_rng(11)
+    cases = []
+    for red in ("max", "min"):
+        for axis, dshape, ishape in ((1, [4, 6], [4, 30]), (0, [5, 3], [40, 3])):
+            data = rng.integers(-3, 4, dshape).astype(np.float32)
+            data[rng.random(dshape) < 0.2] = np.nan
+            upd = rng.integers(-3, 4, ishape).astype(np.float32)
+            upd[rng.random(ishape) < 0.15] = np.nan
+            upd[rng.random(ishape) < 0.15] = -0.0
+            upd[rng.random(ishape) < 0.1] = 0.0
+            idx = rng.integers(-dshape[axis], dshape[axis], ishape).astype(np.int64)
+            m = single_op(
+                "ScatterElements",
+                [
+                    ("data", np.float32, dshape),
+                    ("indices", np.int64, ishape),
+                    ("updates", np.float32, ishape),
+                ],
+                {"axis": axis, "reduction": red},
+                opset=18,
+            )
+            feeds = {"data": data, "indices": idx, "updates": upd}
+            cases.append((f"lean_float_{red}_axis{axis}", m, feeds))
+    for red, dt in (
+        ("add", np.int32),
+        ("add", np.int64),
+        ("max", np.int32),
+        ("min", np.int64),
+    ):
+        info = np.iinfo(dt)
+        data = rng.integers(info.max - 5, info.max, [4, 6]).astype(dt)
+        upd = rng.integers(info.max // 2, info.max, [4, 25]).astype(dt)  # sums wrap
+        idx = rng.integers(-6, 6, [4, 25]).astype(np.int64)
+        m = single_op(
+            "ScatterElements",
+            [
+                ("data", dt, [4, 6]),
+                ("indices", np.int64, [4, 25]),
+                ("updates", dt, [4, 25]),
+            ],
+            {"axis": 1, "reduction": red},
+            opset=18,
+        )
+        cases.append(
+            (
+                f"lean_{np.dtype(dt).name}_{red}",
+                m,
+                {"data": data, "indices": idx, "updates": upd},
+            )
+        )
+    return cases
+
+
+#: the sort / prefix-sum folds as convert writes them (guard on); reference: ORT's CPU kernel
+LEAN = {
+    name: (convert(m, "dml", strategy="lower").model, feeds, m)
+    for name, m, feeds in _lean_cases()
 }
 
 
@@ -234,6 +299,10 @@ LANE_CASES = (
         for name, (model, feeds, _, _) in GUARDED.items()
     ]
 )
+LANE_CASES += [
+    Case(name, model, feeds, session_options=AS_USERS_RUN)
+    for name, (model, feeds, _) in LEAN.items()
+]
 _BAD = {
     name: dict(
         feeds,
@@ -305,3 +374,23 @@ def test_guarded_scatter_on_dml_one_flag_to_the_host(lane_results, name):
         bad.stage,
         bad.error,
     )
+
+
+@pytest.mark.parametrize("name", list(LEAN))
+def test_lean_scatter_folds_on_dml_equal_ort_cpu_kernel(lane_results, name):
+    """The sort / prefix-sum folds on the real DML EP (TopK's order of equal keys, MaxUnpool,
+    int CumSum): bit for bit ORT's sequential CPU kernel — NaN, signed zeros, wrapped sums."""
+    import onnxruntime as ort
+
+    _, feeds, original = LEAN[name]
+    r = lane_results[name]
+    assert r.ok, f"{name}: {r.stage}: {r.error}"
+    assert r.providers[0] == DML, r.providers
+    assert "the_ScatterElements" not in r.on(CPU)  # lowered, not left to the CPU kernel
+    sess = ort.InferenceSession(
+        original.SerializeToString(), providers=["CPUExecutionProvider"]
+    )
+    (want,) = sess.run(None, feeds)
+    got = r.outputs[0]
+    assert got.dtype == want.dtype and got.shape == want.shape
+    np.testing.assert_array_equal(got.view(np.uint8), want.view(np.uint8))  # bits

@@ -101,7 +101,8 @@ def _build():
     cases, meta = [], {}
     for e in entries():
         key = f"{e.source}/{e.name}"  # the zoo and the corpus may share a name
-        converted = convert(e.model, "dml").model
+        # lower: every lowering applied (auto keeps small scatters on the CPU kernel, by cost)
+        converted = convert(e.model, "dml", strategy="lower").model
         CONVERTED[key] = converted
         for version, model in (("original", e.model), ("converted", converted)):
             cases.append(

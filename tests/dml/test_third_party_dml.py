@@ -55,7 +55,10 @@ def _cases():
     for m in AVAILABLE:
         feeds = m.feeds()
         original = m.path.read_bytes()
-        converted = convert(str(m.path), "dml").model.SerializeToString()
+        # lower: every lowering applied (auto keeps small scatters on the CPU kernel, by cost)
+        converted = convert(
+            str(m.path), "dml", strategy="lower"
+        ).model.SerializeToString()
         for version, model in (("original", original), ("converted", converted)):
             cases.append(
                 Case(f"{m.name}:{version}", model, feeds, session_options=AS_USERS_RUN)

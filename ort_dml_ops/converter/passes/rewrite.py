@@ -16,7 +16,9 @@ from .._common import known_dims, serde_reason, walk_graphs
 from ..report import NodeReport
 from ..rules import FAMILY_OPS, RULES, cost
 from ..rules._base import Rewrite, RewriteContext, Rule, onnx_domain
+from ..rules.emitter import Emitter
 from ..rules.fallback import route_to_fallback
+from ..rules.scatter_guard import drop_unread_views, guard_graph
 from . import signature
 from .state import ConvertState
 
@@ -50,6 +52,7 @@ class RewritePass(onnx_ir.passes.InPlacePass):
                     options={
                         "model_opsets": model_opsets,
                         "max_io_width": max_io_width,
+                        "size_hints": s.size_hints,
                     },
                     graph=graph,
                     positions=positions,
@@ -64,8 +67,21 @@ class RewritePass(onnx_ir.passes.InPlacePass):
                     raise UserError(
                         f"{node_label(node)}: cannot convert it ({serde_reason(exc)})"
                     ) from None
+            _guard(graph, opset, s, suffixes)
         modified = any(r.rewritten for r in s.reports)
         return onnx_ir.passes.PassResult(model, modified=modified)
+
+
+def _guard(graph, opset: int, s: ConvertState, suffixes: dict[str, int]) -> None:
+    """The graph's one run-time guard over the flags its lowered scatters registered
+    (rules/scatter_guard.guard_graph), appended after every other node."""
+    ctx = RewriteContext(
+        opset=opset, target=s.target, names=s.names, suffixes=suffixes, graph=graph
+    )
+    nodes = guard_graph(Emitter(ctx, "scatter_guard"), s.target == "webgpu")
+    if nodes:
+        graph.extend(nodes)
+        drop_unread_views(graph)
 
 
 def _max_io_width(target: str) -> int | None:
@@ -104,7 +120,12 @@ def _plan(node: ir.Node, ctx: RewriteContext, strategy: str, memo: _Memo) -> _Pl
         ctx.target,
         memo.opsets,
         ctx.opset,
-        (strategy, ctx.check_indices, ctx.options.get("max_io_width")),
+        (
+            strategy,
+            ctx.check_indices,
+            ctx.options.get("max_io_width"),
+            _hinted_sizes(node, ctx),
+        ),
         memo.consts,
     )
     plan = memo.plans.get(key) if key is not None else None
@@ -125,6 +146,18 @@ def _plan(node: ir.Node, ctx: RewriteContext, strategy: str, memo: _Memo) -> _Pl
         if key is not None:
             memo.plans[key] = plan
     return plan
+
+
+def _hinted_sizes(node: ir.Node, ctx: RewriteContext) -> tuple:
+    """The hinted dims of the node's tensors (part of its memo key: two nodes alike but for
+    their hinted sizes may cost differently)."""
+    hints = ctx.options.get("size_hints") or {}
+    if not hints:
+        return ()
+    values = [*node.inputs, *node.outputs]
+    return tuple(
+        hints.get(v.name) if v is not None and v.name else None for v in values
+    )
 
 
 def _convert_node(
@@ -157,8 +190,8 @@ def _convert_node(
         native_why = f"{native_why}, but {costly}"
     refusals = []
     refused, passing = plan.refused, plan.rule
-    if strategy == "auto" and cost.dominated(costs, "lowered", by="cpu"):
-        message = "the CPU path is no costlier in passes and copies (report: cost)"
+    message = cost.cheaper_on_cpu(costs) if strategy == "auto" else None
+    if message and _cpu_kernel_exists(node, ctx):
         refusals.append(f"cost: {message}")
         rep.refusals.append(
             {"rule": "cost", "code": "cpu-path-cheaper", "message": message}
@@ -213,6 +246,17 @@ def _convert_node(
     return _apply_fallback(
         graph, node, ctx, rep, f"{native_why}; not lowered: {refused_text}"
     )
+
+
+def _cpu_kernel_exists(node: ir.Node, ctx: RewriteContext) -> bool:
+    """Would the node, left untouched, run on ONNX Runtime's own CPU kernel? Not where the CPU
+    EP has no kernel (float16 scatter add / mul, the custom CumProd: the Python fallback, which
+    no estimate covers), nor where the target EP claims the node and then fails on it (DML's
+    ScatterElements with indices smaller than the data off the axis: `_native` says why)."""
+    if ctx.target == "cpu" or node.domain == DOMAIN:
+        return False
+    on_cpu, _ = _native(node, dataclasses.replace(ctx, target="cpu"))
+    return on_cpu and _decision(node, ctx).provider == "CPUExecutionProvider"
 
 
 def _native_costlier(node: ir.Node, ctx: RewriteContext) -> str | None:

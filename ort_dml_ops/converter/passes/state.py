@@ -33,5 +33,7 @@ class ConvertState:
     #: the If folding's notes and repaired output declarations (rules/fold_if.py)
     folds: FoldResult = dataclasses.field(default_factory=FoldResult)
     reports: list[NodeReport] = dataclasses.field(default_factory=list)
+    #: value name → dims known from `convert(input_shapes=...)` (converter/size_hints.py)
+    size_hints: dict[str, tuple[int, ...]] = dataclasses.field(default_factory=dict)
     #: whole-graph fixes made before the rules, one line each (report: `normalized`)
     normalized: list[str] = dataclasses.field(default_factory=list)

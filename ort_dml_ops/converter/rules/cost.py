@@ -36,11 +36,14 @@ from ._base import const_array, static_shape
 #: padding and sizes. tests/converter/rules/test_cost.py measures them again.
 SCATTER_PASSES = {
     "none": (12.3, 15.3),
-    "add": (26.6, 29.0),
-    "mul": (25.5, 27.9),
-    "max": (38.4, 43.3),
-    "min": (38.4, 43.3),
-    "int_max_min": (25.4, 27.7),
+    "add": (28.7, 31.2),
+    "mul": (27.7, 30.1),
+    # the sort-based folds (scatter_lean.py): three sorts for float max / min, two for integers,
+    # one sort and one CumSum for integer add
+    "max": (50.5, 54.5),
+    "min": (50.5, 54.5),
+    "int_max_min": (21.3, 23.3),
+    "int_add": (29.5, 32.5),
 }
 #: Memcpy kernels of the lowered scatter on the WebGPU plugin (bench --target webgpu, 1e6, both
 #: axes; mul and min have add's and max's graph shape): TopK (int32 keys), MaxUnpool, int32 /
@@ -66,6 +69,81 @@ WEBGPU_CLEAN_SCATTER_PASSES = {
 WEBGPU_CLEAN_SCATTER_COPIES = 1
 #: the blocked Mul / Add scans (CumProd, WebGPU's CumSum) at [1000, 1000] float32, every kernel
 SCAN_PASSES = 7.5
+
+#: non-view kernels the DML EP runs for one lowered scatter, index guard included, (static,
+#: every dim symbolic), counted with `inspect` by tools/lowering_budget.py on 2-D data with as
+#: many updates (DML; 300 × 300 for static shapes). The segmented scan's count grows slowly with
+#: the number of updates (one more level per ×16), the sort-based folds' does not.
+SCATTER_KERNELS = {
+    "none": (19, 30),
+    "add": (231, 313),
+    "mul": (199, 281),
+    "max": (57, 69),
+    "min": (57, 69),
+    "int_max_min": (25, 35),
+    "int_add": (35, 46),
+    "int_mul": (179, 245),
+}
+#: the WebGPU-clean variant's kernels on the WebGPU plugin, counted the same way
+WEBGPU_CLEAN_SCATTER_KERNELS = {
+    "none": (13, 19),
+    "add": (209, 281),
+    "mul": (193, 265),
+    "max": (311, 327),
+    "min": (311, 327),
+}
+
+
+@dataclasses.dataclass(frozen=True)
+class DeviceModel:
+    """What one run of an option costs on a discrete GPU, in microseconds: the figures `auto`
+    weighs kernels, passes and copies with. Defaults and their sources:
+
+    * ``dispatch_us`` 10: each kernel is a dispatch of about 5–20 µs whatever its size (the
+      D3D12 command list, DirectML's operator dispatch and its barrier; issue 28's figure, the
+      middle of the range);
+    * ``device_gbps`` 200: device memory bandwidth a pass sees — mid-range discrete GPUs read
+      and write 200–500 GB/s, integrated ones 50–100; the low side, since a pass both reads and
+      writes;
+    * ``copy_us`` 20 and ``bus_gbps`` 12: a host↔device copy is a synchronising transfer over
+      PCIe 3.0 ×16 (about 12 GB/s in practice) with a fixed cost for the copy queue and fence;
+    * ``cpu_update_ns`` 8 and ``cpu_op_us`` 5: ONNX Runtime's CPU scatter runs one thread over
+      the updates (onnxruntime/core/providers/cpu/tensor/scatter.cc): measured on the project's
+      2-core VM at 5.8 (none), 7.0 (max) and 9.8 (add) ns per update at 1e6 float32 updates,
+      0.33–0.38 at 1e4 plus a launch of a few µs (ORT 1.24, one intra-op thread).
+
+    A measurement on the user's own device beats this model (`tune`, issue 30)."""
+
+    dispatch_us: float = 10.0
+    device_gbps: float = 200.0
+    copy_us: float = 20.0
+    bus_gbps: float = 12.0
+    cpu_update_ns: float = 8.0
+    cpu_op_us: float = 5.0
+
+    def device_us(
+        self, kernels: int, passes: float, full_bytes: int, copies: int
+    ) -> float:
+        """An option on the device: its dispatches, its passes over the output's bytes, and its
+        own tiny copies (the guard's flag: latency only)."""
+        return (
+            kernels * self.dispatch_us
+            + passes * full_bytes / (self.device_gbps * 1e3)
+            + copies * self.copy_us
+        )
+
+    def cpu_us(self, updates: int, copies: int, copied_bytes: int) -> float:
+        """ORT's CPU kernel between copies: its loop over the updates, and each copy's fixed
+        cost plus its bytes over the bus."""
+        return (
+            self.cpu_op_us
+            + updates * self.cpu_update_ns / 1e3
+            + copies * self.copy_us
+            + copied_bytes / (self.bus_gbps * 1e3)
+        )
+
+
+DEVICE = DeviceModel()
 _FLOATS = (
     ir.DataType.FLOAT,
     ir.DataType.DOUBLE,
@@ -82,12 +160,17 @@ class OptionCost:
         None  # passes x output bytes, where the output size is static
     )
     note: str = ""
+    kernels: int | None = None  # kernels (dispatches) per run, where counted
+    #: DeviceModel's estimate of one run, where the sizes are known (static or hinted)
+    estimate_us: float | None = None
 
     def to_dict(self) -> dict:
         fields = (
             ("passes", self.passes),
             ("copies", self.copies),
+            ("kernels", self.kernels),
             ("bytes_moved", self.bytes_moved),
+            ("estimate_us", self.estimate_us),
             ("note", self.note),
         )
         return {k: v for k, v in fields if v not in (None, "")}
@@ -100,13 +183,16 @@ def node_costs(
     lowerable: bool,
     cost_facts: dict,
     data_on_host: bool = False,
+    hints: dict[str, tuple[int, ...]] | None = None,
 ) -> dict[str, OptionCost]:
     """The options of `node` on `target` with their costs (before any rewrite of the node).
 
     `data_on_host`: the target keeps this element type on the CPU EP anyway (WebGPU: int64 and
     float64, docs/webgpu.md) — its CPU path copies nothing, and a lowering there runs its
-    TopK (int32 or int64 keys) and MaxUnpool off the device too (no WebGPU kernel for either)."""
-    out_bytes = _bytes(node.outputs[0] if node.outputs else None)
+    TopK (int32 or int64 keys) and MaxUnpool off the device too (no WebGPU kernel for either).
+    `hints`: value name → dims, where the caller knows sizes the graph leaves symbolic
+    (`convert --input-shape`); with static or hinted sizes each option gets an estimate."""
+    out_bytes = _bytes(node.outputs[0] if node.outputs else None, hints)
     family = _family(node)
     opts: dict[str, OptionCost] = {}
     if native:
@@ -117,7 +203,12 @@ def node_costs(
                 max(1.0, axis_len / 2),
                 "its kernel reads the whole prefix per element",
             )
-        opts["native"] = _option(passes, 0, out_bytes, note)
+        opts["native"] = _option(passes, 0, out_bytes, note, kernels=1)
+        if out_bytes is not None:
+            opts["native"] = dataclasses.replace(
+                opts["native"],
+                estimate_us=round(DEVICE.device_us(1, passes, out_bytes, 0), 1),
+            )
     if lowerable:
         clean = family == "scatter" and _clean(node, target)
         lowered_passes = _lowered_passes(node, family, clean)
@@ -130,20 +221,88 @@ def node_costs(
                 copies = WEBGPU_SCATTER_COPIES.get(_reduction(node), 55)
                 note += "; copies measured on the WebGPU plugin (ops it lacks: TopK int32, MaxUnpool, int Slice)"
             elif family == "scatter" and target != "cpu":
-                copies, note = 1, note + "; the index guard's flag"
-            opts["lowered"] = _option(lowered_passes, copies, out_bytes, note)
+                copies, note = 1, note + "; the index guard's flag (one per model)"
+            kernels = _lowered_kernels(node, family, clean)
+            option = _option(lowered_passes, copies, out_bytes, note, kernels=kernels)
+            if kernels is not None and out_bytes is not None and target != "cpu":
+                est = DEVICE.device_us(kernels, lowered_passes, out_bytes, copies)
+                option = dataclasses.replace(option, estimate_us=round(est, 1))
+            opts["lowered"] = option
     if target != "cpu":
         device_inputs = (
             2 if family == "scatter" else 1
         )  # data (+ updates); indices are int64 host-side
         copies = 0 if data_on_host else device_inputs + 1
-        opts["cpu"] = _option(
+        option = _option(
             1.0,
             copies,
             out_bytes,
             "ORT's CPU kernel" + ("" if data_on_host else " between copies"),
+            kernels=1,
         )
+        updates = (
+            node.inputs[2] if family == "scatter" and len(node.inputs) > 2 else None
+        )
+        upd_bytes = _bytes(updates, hints) if updates is not None else 0
+        if out_bytes is not None and upd_bytes is not None and family == "scatter":
+            assert updates is not None and updates.dtype is not None
+            n_updates = upd_bytes // max(int(updates.dtype.itemsize), 1)
+            moved = 0 if data_on_host else 2 * out_bytes + upd_bytes
+            est = DEVICE.cpu_us(n_updates, copies, moved)
+            option = dataclasses.replace(option, estimate_us=round(est, 1))
+        opts["cpu"] = option
     return opts
+
+
+def cheaper_on_cpu(costs: dict[str, OptionCost]) -> str | None:
+    """Why ORT's CPU kernel (between its copies) beats the lowering on this node, or None.
+
+    Where both options have an estimate (the sizes are static or hinted), DeviceModel decides;
+    without one, only a lowering no better in passes and copies loses (`dominated`)."""
+    low, cpu = costs.get("lowered"), costs.get("cpu")
+    if low is None or cpu is None:
+        return None
+    if low.estimate_us is not None and cpu.estimate_us is not None:
+        if cpu.estimate_us < low.estimate_us:
+            return (
+                f"at the sizes the model declares the CPU path is faster: about "
+                f"{cpu.estimate_us:g} µs (its kernel and {cpu.copies} copies) against "
+                f"{low.estimate_us:g} µs for the lowering ({low.kernels} kernels, "
+                f"{low.passes:g} passes; cost.DeviceModel)"
+            )
+        return None
+    if dominated(costs, "lowered", by="cpu"):
+        return "the CPU path is no costlier in passes and copies (report: cost)"
+    return None
+
+
+def _lowered_kernels(node: ir.Node, family: str | None, clean: bool) -> int | None:
+    """The counted kernels of the node's lowering (SCATTER_KERNELS); CumProd's blocked scan and
+    the CumSum casts: counted the same way (30 / 94 and 3)."""
+    static = _static(node) if family == "scatter" else _static_data(node)
+    if family == "cumprod":
+        return 30 if static else 94
+    if family == "cumsum":
+        return 3
+    if family != "scatter":
+        return None
+    table = WEBGPU_CLEAN_SCATTER_KERNELS if clean else SCATTER_KERNELS
+    red = _reduction(node)
+    if (
+        red == "mul"
+        and not clean
+        and node.inputs[0] is not None
+        and node.inputs[0].dtype not in _FLOATS
+    ):
+        red = "int_mul"
+    pair = table.get(red)
+    return None if pair is None else pair[0 if static else 1]
+
+
+def _static_data(node: ir.Node) -> bool:
+    data = node.inputs[0] if node.inputs else None
+    shape = static_shape(data) if data is not None else None
+    return shape is not None and None not in shape
 
 
 def for_node(
@@ -166,6 +325,7 @@ def for_node(
         lowerable,
         get_target(ctx.target).cost_facts,
         data_on_host=on_host,
+        hints=ctx.options.get("size_hints"),
     )
 
 
@@ -204,9 +364,15 @@ def report(costs: dict[str, OptionCost]) -> dict:
     return {k: v.to_dict() for k, v in costs.items()}
 
 
-def _option(passes: float, copies: int, out_bytes: int | None, note: str) -> OptionCost:
+def _option(
+    passes: float,
+    copies: int,
+    out_bytes: int | None,
+    note: str,
+    kernels: int | None = None,
+) -> OptionCost:
     moved = None if out_bytes is None else round(passes * out_bytes)
-    return OptionCost(round(passes, 1), copies, moved, note)
+    return OptionCost(round(passes, 1), copies, moved, note, kernels)
 
 
 def _family(node: ir.Node) -> str | None:
@@ -257,12 +423,11 @@ def _clean(node: ir.Node, target: str) -> bool:
 def _reduction(node: ir.Node) -> str:
     attr = node.attributes.get("reduction")
     red = attr.as_string() if attr is not None else "none"
-    if (
-        red in ("max", "min")
-        and node.inputs[0] is not None
-        and node.inputs[0].dtype not in _FLOATS
-    ):
+    integer = node.inputs[0] is not None and node.inputs[0].dtype not in _FLOATS
+    if red in ("max", "min") and integer:
         red = "int_max_min"
+    elif red == "add" and integer:
+        red = "int_add"
     return red
 
 
@@ -278,12 +443,16 @@ def _cumsum_axis(node: ir.Node) -> int | None:
     return shape[a % len(shape)]
 
 
-def _bytes(v: ir.Value | None) -> int | None:
+def _bytes(
+    v: ir.Value | None, hints: dict[str, tuple[int, ...]] | None = None
+) -> int | None:
     if (
         v is None or v.dtype is None or v.dtype == ir.DataType.STRING
     ):  # strings: no fixed width
         return None
     shape = static_shape(v)
+    if (shape is None or any(d is None for d in shape)) and hints and v.name in hints:
+        shape = list(hints[v.name])
     if shape is None or any(d is None for d in shape):
         return None
     return int(np.prod([int(d) for d in shape if d is not None], dtype=np.int64)) * int(

@@ -233,11 +233,18 @@ class Emitter:
         )
         return self.reshape(g, [-1])
 
-    def done(self, outputs: Sequence[ir.Value], note: str = "") -> Rewrite:
+    def done(
+        self,
+        outputs: Sequence[ir.Value],
+        note: str = "",
+        keep: Sequence[ir.Value | None] = (),
+    ) -> Rewrite:
         """The rewrite, without the emitted nodes nothing reads (a size computed for a path the
         rule did not take): the DML EP's graph fusion refuses a partition holding an unused
-        output (see tests' test_no_dead_nodes). Dropped nodes leave the shared memo too."""
-        needed = {id(v) for v in outputs}
+        output (see tests' test_no_dead_nodes). Dropped nodes leave the shared memo too.
+        `keep`: values read later by nodes emitted after the graph's rewrites (the scatter's
+        guard flags, `scatter_guard.guard_graph`)."""
+        needed = {id(v) for v in outputs} | {id(v) for v in keep if v is not None}
         alive: set[int] = set()
         for node in reversed(self.nodes):  # emission order is topological
             if any(id(o) in needed for o in node.outputs):

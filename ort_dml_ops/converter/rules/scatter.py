@@ -45,16 +45,15 @@ from . import scatter_clean, sizes
 from ._base import Refusal, Rewrite, RewriteContext, Rule, attr_int, attr_str
 from .emitter import Emitter, zeros_inferred
 from .scatter_guard import (
-    BAD_DIM,
     MAX_SLOTS,
     both,
+    checked_updates,
     expected_update_dims,
     in_range,
-    name_guard,
+    register,
     shape_guard,
     size_guard,
-    to_host,
-    unchanged_unless_mismatch,
+    worse,
 )
 from .scatter_write import REDUCE_OPS, scatter_flat
 from .segscan import BLOCK
@@ -146,10 +145,16 @@ class ScatterLowering(Rule):
         if (
             _static_numel(indices) == 0
         ):  # no update: the data unchanged once the updates' shape is checked
+            register(e, None, shape_ok)
             return e.done(
-                [unchanged_unless_mismatch(e, data, shape_ok)],
+                [e.op("Identity", data)],
                 f"no updates: the data unchanged; reduction {red}; run-time guard: the updates' shape",
+                keep=[shape_ok],
             )
+        if shape_ok is not None:
+            # updates that do not match the indices fail here, before any node mixes the two
+            # (the graph's guard would fail the run too, but later and by a broadcast error)
+            updates = checked_updates(e, updates, shape_ok)
         flat = e.reshape(data, [-1])
         M = sizes.product(e, ddims)
         idx = (
@@ -165,12 +170,14 @@ class ScatterLowering(Rule):
             pos, K, ok = positions_elements(
                 e, idx, idims, ddims, axis, ctx.check_indices, clean, not clean
             )
-        if ok is not None and not clean:  # (the clean variant computes it on the CPU)
-            ok = to_host(e, ok)
-        ok = both(e, ok, size_guard(e, K, M, clean), clean)
+        # the flags go to the graph's one guard (scatter_guard.guard_graph): the index range
+        # on the device (the clean variant computes it on the CPU), the rest on the CPU
+        device_ok = None if clean else ok
+        host_ok = both(e, ok if clean else None, size_guard(e, K, M, clean), clean)
         if clean:
-            ok = both(e, ok, scatter_clean.size_guard(e, M), clean)
-        ok = both(e, ok, shape_ok, clean)
+            host_ok = both(e, host_ok, scatter_clean.size_guard(e, M), clean)
+        host_ok = both(e, host_ok, shape_ok, clean)
+        register(e, device_ok, host_ok)
         width = ctx.options.get("max_io_width") or BLOCK
         if clean:
             crow: Size | None = None
@@ -208,23 +215,17 @@ class ScatterLowering(Rule):
                 row=row,
             )
         shape = zeros_inferred(e, sizes.shape_tensor(e, data))
-        if ok is not None:
-            # (one BAD_DIM broadcasts over a shape whose length is known only at run time)
-            bad = [BAD_DIM] * (len(ddims) if data.shape is not None else 1)
-            shape = e.op("Where", ok, shape, e.i64(bad))
-        y = e.reshape(_before_reshapes(out), shape, zeros_mapped=True)
-        if ok is not None:
-            name_guard(e, y)
+        y = e.reshape(out, shape, zeros_mapped=True)
         note = f"{_show(K)} updates into {_show(M)} elements; reduction {red}"
         if clean:
             note += "; WebGPU-clean variant (float32 sort keys, ScatterElements write)"
-        if ok is not None:
-            note += "; run-time guard: " + (
+        if device_ok is not None or host_ok is not None:
+            note += "; run-time guard (one per graph, on its outputs): " + (
                 "indices and sizes" if ctx.check_indices else "sizes"
             )
         elif not ctx.check_indices:
             note += "; indices not checked (out-of-range indices write wrong elements)"
-        return e.done([y], note)
+        return e.done([y], note, keep=[device_ok, host_ok])
 
 
 def _runtime_rank_dims(
@@ -260,21 +261,6 @@ def _runtime_rank_dims(
     worst = e.op("ReduceMax", e.op("Abs", e.op("Sub", got, want)), keepdims=1)
     same_dims = e.op("Equal", worst, e.i64([0]))
     return ddims, e.op("And", e.op("Reshape", same_rank, e.i64([1])), same_dims)
-
-
-def _before_reshapes(v: ir.Value) -> ir.Value:
-    """v without the Reshapes that made it (the same elements in the same order).
-
-    The guard is a Reshape to Where(ok, shape, bad); ONNX Runtime's ReshapeFusion
-    (reshape_fusion.cc, `FuseContiguousReshapes`) turns a Reshape of a Reshape whose output
-    shape is known — a graph output declared static — into one Reshape to that constant shape,
-    which drops the guard (measured: a mismatch of the updates returned a value)."""
-    node = v.producer()
-    while node is not None and node.op_type == "Reshape" and node.domain == "":
-        src = node.inputs[0]
-        assert src is not None  # Reshape's data input is required
-        v, node = src, src.producer()
-    return v
 
 
 def _static_numel(v: ir.Value) -> int | None:
@@ -370,7 +356,8 @@ def positions_nd(
         comp = e.take(sizes.iota(e, ddims[j], np.int32, step=stride), col)
         tup = comp if tup is None else e.op("Add", tup, comp)
         if check:
-            ok = both(e, ok, in_range(e, col, ddims[j], host), host)
+            check_j = in_range(e, col, ddims[j], host)
+            ok = both(e, ok, check_j, True) if host else worse(e, ok, check_j)
     assert tup is not None  # check() refuses 0 coordinates per update
     pos = tup
     if not (isinstance(R, int) and R == 1):

@@ -3,9 +3,13 @@ where ONNX Runtime's kernel fails, instead of returning a value.
 
 ORT's CPU kernel (scatter.cc) refuses an index outside [-dim, dim) and updates whose shape
 differs from the indices' ("Indices vs updates dimensions differs"); a GPU Gather fails on
-neither. So the lowering computes flags on small tensors (a min and a max of the indices, the
-sizes known only at run time) and turns a false flag into a shape that Reshape refuses
-(`BAD_DIM`), in a node named `<node>/IndexOrSizeOutOfRange` that `run` reports in one line.
+neither. So each lowered scatter computes flags on small tensors (one max over its indices, the
+sizes known only at run time) and registers them with its graph (`register`). Once every node
+of the graph is rewritten, `guard_graph` folds all of them into ONE flag: the device flags by
+And on the device, then ONE host copy of the result (`to_host`), then the host flags — so a
+model pays one tiny copy per run however many scatters it lowers (issue 28). A false flag turns
+each graph output's shape into one that Reshape refuses (`BAD_DIM`), in nodes named
+`…/IndexOrSizeOutOfRange` that `run` reports in one line: the run fails as ORT's kernel's does.
 `host=True` spells the flags with ops the WebGPU plugin has no kernel for, so the whole guard
 stays on the CPU beside its int64 inputs.
 """
@@ -16,7 +20,7 @@ import numpy as np
 import onnx_ir as ir
 
 from . import sizes
-from .emitter import Emitter
+from .emitter import Emitter, zeros_inferred
 from .sizes import Size
 
 #: K + 1 slot numbers exact in float32 (the MaxUnpool write), M + K int32 gather indices
@@ -47,56 +51,230 @@ def negate(e: Emitter, a: ir.Value, host: bool = False) -> ir.Value:
 
 
 def in_range(e: Emitter, idx: ir.Value, dim: Size, host: bool = False) -> ir.Value:
-    """True when every element of idx lies in [-dim, dim): a min and a max over the indices
-    (two reads of K integers), compared on scalars. `host`: the int64 indices are reduced on
-    the CPU (no WebGPU kernel reduces int64), and the flag stays there (see `both`)."""
+    """Whether every element of idx lies in [-dim, dim), from a min and a max over the indices
+    (two reads of K integers, nothing written at full size).
+
+    `host`: a bool flag computed on the CPU (the int64 indices are reduced there: no WebGPU
+    kernel reduces int64; see `both`). Otherwise the device's answer is an int64 **excess**,
+    max(hi, −1 − lo) − dim, negative exactly when the indices are in range (−1 − lo does not
+    overflow for any int64): no bool on the device, where the lane read garbage from a Cast of
+    the last of a long chain of And-ed flags (piper's 61, docs/dml-lane.md). Before opset 12
+    (no integer Max) the excess is 0 or −1 from the two compares."""
     lo = e.op("ReduceMin", idx, keepdims=0)
     hi = e.op("ReduceMax", idx, keepdims=0)
-    neg = sizes.sub(e, 0, dim)
     if host:
-        below = e.op("Less", lo, sizes.tensor(e, neg))
+        below = e.op("Less", lo, sizes.tensor(e, sizes.sub(e, 0, dim)))
         ok = both(
             e, negate(e, below, True), e.op("Less", hi, sizes.tensor(e, dim)), True
         )
         assert ok is not None  # both flags given
         return ok
-    below = e.op("Less", lo, sizes.on_device(e, neg))
-    return e.op("And", e.op("Not", below), e.op("Less", hi, sizes.on_device(e, dim)))
+    if e.opset >= 12:
+        # (at least −1: ORT's reductions of no index are INT64_MIN / INT64_MAX, and the excess
+        # must not wrap)
+        worst = e.op("Max", e.op("Max", hi, e.op("Sub", e.i64(-1), lo)), e.i64(-1))
+        excess = e.reshape(e.op("Sub", worst, sizes.on_device(e, dim)), [1])
+    else:
+        below = e.op("Less", lo, sizes.on_device(e, sizes.sub(e, 0, dim)))
+        ok = e.op("And", e.op("Not", below), e.op("Less", hi, sizes.on_device(e, dim)))
+        excess = e.reshape(e.op("Where", ok, e.i64([-1]), e.i64([0])), [1])
+    static = _numel(idx)
+    if static is not None and static > 0:
+        return excess
+    # no index at all (a count known only at run time may be 0): then the excess is made
+    # negative, min(excess, count − 1), since the DML EP's ReduceMin / ReduceMax of an empty
+    # tensor return garbage (measured on the lane: piper's spline ScatterNDs with no update
+    # failed the run); with indices, count − 1 ≥ 0 keeps any excess ≥ 0 as it is
+    count: Size = static if static is not None else e.reshape(e.op("Size", idx), [1])
+    floor = sizes.on_device(e, sizes.sub(e, count, 1))
+    if e.opset >= 12:
+        return e.op("Min", excess, floor)
+    return e.op("Where", e.op("Less", excess, floor), excess, floor)
 
 
-def to_host(e: Emitter, flag: ir.Value) -> ir.Value:
-    """The device-side flag as a CPU tensor, through ONE host copy: the flag (as 0 or 1) is the
-    shape input of a ConstantOfShape — an input the DML EP reads from CPU memory, so ORT copies
-    the flag there — and that tensor's Shape is CPU-side again. Everything downstream (the size
-    checks, the Where that picks the Reshape's shape) then reads only CPU tensors, and ORT keeps
-    it on the CPU (fallback_cpu_capability.cc) instead of copying the shape to the device and
-    back."""
-    length = e.reshape(e.cast(flag, ir.DataType.INT64), [1])
-    return e.op("Equal", e.op("Shape", e.op("ConstantOfShape", length)), e.i64([1]))
+def _numel(v: ir.Value) -> int | None:
+    if v.shape is None or not all(isinstance(d, int) for d in v.shape):
+        return None
+    return int(np.prod([int(d) for d in v.shape], dtype=np.int64))  # type: ignore[arg-type]
 
 
-def unchanged_unless_mismatch(
-    e: Emitter, data: ir.Value, shape_ok: ir.Value | None
-) -> ir.Value:
-    """The data itself, but the run fails where `shape_ok` is false: Expand(data, [1]) is a copy,
-    and its shape input comes from a Reshape of [1] to [-2] on a mismatch. The guard is not a
-    Reshape of the data: ONNX Runtime's ReshapeFusion (reshape_fusion.cc) replaces a chain of
-    Reshapes whose output shape is known by one Reshape to that constant shape, which would drop
-    a guard written as Reshape(data, Where(ok, shape, bad))."""
-    if shape_ok is None:
-        return e.op("Identity", data)
-    ones = e.op("Where", shape_ok, e.i64([1]), e.i64([BAD_DIM]))
-    guard = e.op("Reshape", e.i64([1]), ones)
-    name_guard(e, guard)
-    return e.op("Expand", data, guard)
+def worse(e: Emitter, a: ir.Value | None, b: ir.Value | None) -> ir.Value | None:
+    """The larger of two device excesses (`in_range`; either may be None: no check)."""
+    if a is None or b is None:
+        return a if b is None else b
+    if e.opset >= 12:
+        return e.op("Max", a, b)
+    return e.op("Where", e.op("Less", a, b), b, a)
 
 
-def name_guard(e: Emitter, value: ir.Value) -> None:
-    """Name the Reshape that fails a bad run `<node>/IndexOrSizeOutOfRange` (`run` reports it in
-    one line) — unless an earlier rewrite of the graph emitted the same guard (Emitter's memo)."""
-    node = value.producer()
-    if node is not None and any(n is node for n in e.nodes):
-        node.name = e.ctx.unique(f"{e.prefix}/IndexOrSizeOutOfRange")
+def to_host(e: Emitter, excess: ir.Value) -> ir.Value:
+    """Whether the device-side excess (`in_range`, [1] int64) is negative, as a CPU bool, through
+    ONE host copy: min(max(excess + 1, 0), 1) — 0 when in range — is the shape input of an Expand of
+    one element, an input the DML EP reads from CPU memory, so ORT copies it there; that
+    tensor's Shape is CPU-side again. Everything downstream (the size checks, the Where that
+    picks each output's shape) then reads only CPU tensors, and ORT keeps it on the CPU
+    (fallback_cpu_capability.cc) instead of copying shapes to the device and back. Expand, not
+    ConstantOfShape: the DML EP registers ConstantOfShape at 9 and 21 only, so in an opset-20
+    model it ran on the CPU and its output went back to the device for the Shape (two copies,
+    measured on the real-export corpus); Expand's last version is 13."""
+    if e.opset >= 12:  # clamped to [0, 1]: an index far out of range is a huge excess
+        length = e.op(
+            "Min", e.op("Max", e.op("Add", excess, e.i64([1])), e.i64([0])), e.i64([1])
+        )
+    else:
+        length = e.op("Where", e.op("Less", excess, e.i64([0])), e.i64([0]), e.i64([1]))
+    one = e.const(np.ones(1, dtype=np.float32))
+    return e.op("Equal", e.op("Shape", e.op("Expand", one, length)), e.i64([0]))
+
+
+#: graph.meta key: the (device flag, host flag) pairs the graph's lowered scatters registered
+_FLAGS = "ort_dml_ops.guard_flags"
+#: ops that only relabel a tensor's shape: ONNX Runtime's ReshapeFusion (reshape_fusion.cc,
+#: `FuseContiguousReshapes`) merges a chain of them ending in a statically shaped output into
+#: one Reshape to that constant shape, which would drop a guard Reshape at the chain's end
+_VIEW_OPS = ("Reshape", "Squeeze", "Unsqueeze", "Flatten", "Identity")
+#: node.meta key: a view node `_guard_output` read around
+_BYPASSED = "ort_dml_ops.guard_bypassed"
+
+
+def checked_updates(e: Emitter, updates: ir.Value, shape_ok: ir.Value) -> ir.Value:
+    """The updates, through a Reshape to their own shape that fails (`BAD_DIM`) where they do not
+    have the shape ONNX requires: the same error ORT's kernel raises, before any node mixes
+    updates and indices. `shape_ok` is computed from shapes on the CPU, so this costs no copy
+    and no pass (a Reshape is a view); the flag also joins the graph's guard (`register`)."""
+    rank = len(updates.shape) if updates.shape is not None else None
+    if not rank:  # a 0-d (or run-time rank) updates tensor: the graph's guard alone
+        return updates
+    shape = e.op("Shape", updates)
+    checked = e.op(
+        "Reshape", updates, e.op("Where", shape_ok, shape, e.i64([BAD_DIM] * rank))
+    )
+    guard = checked.producer()
+    assert guard is not None
+    guard.name = e.ctx.unique(f"{e.prefix}/IndexOrSizeOutOfRange")
+    return checked
+
+
+def register(e: Emitter, device: ir.Value | None, host: ir.Value | None) -> None:
+    """Record a lowered scatter's checks for `guard_graph`: `device`, the index range's excess
+    computed on the device (`in_range`: negative when the run may go on), `host`, a bool flag
+    computed on the CPU (sizes, the updates' shape; True: the run may go on)."""
+    if device is None and host is None:
+        return
+    e.ctx.graph.meta.setdefault(_FLAGS, []).append((device, host))
+
+
+def guard_graph(e: Emitter, host_spelling: bool) -> list[ir.Node]:
+    """One guard for every flag the graph's rewrites registered: the nodes to append to the graph
+    (its outputs renamed through them), or none where nothing registered a flag.
+
+    The device excesses (`in_range`) meet in one ReduceMax on the device and reach the host
+    through ONE copy (`to_host`); the host flags join them there. Every graph output the graph computes is then passed through
+    `Reshape(x, Where(ok, Shape(out), BAD_DIM))`, where x is the output before any view op
+    (`_VIEW_OPS`), so the guard cannot be fused away; Shape and Where are on the CPU, and a
+    Reshape on a GPU EP is a view: no pass, no copy. Outputs that are graph inputs or
+    initializers are left alone (nothing computed them). Guarding the outputs, not each scatter,
+    is what lets one flag serve them all: a scatter's own output waiting for a later scatter's
+    flag could wait for itself (its indices may come from it)."""
+    graph = e.ctx.graph
+    flags = graph.meta.pop(_FLAGS, None)
+    if not flags:
+        return []
+    host = None
+    excesses = [d for d, _ in flags if d is not None]
+    for _, h in flags:
+        host = both(e, host, h, host_spelling)
+    # the device excesses: one Concat and one ReduceMax, however many scatters registered one
+    device = None
+    if len(excesses) == 1:
+        device = excesses[0]
+    elif excesses:
+        device = e.op("ReduceMax", e.op("Concat", *excesses, axis=0), keepdims=1)
+    ok = to_host(e, device) if device is not None else None
+    ok = both(e, ok, host, host_spelling)
+    assert ok is not None  # register() records no empty pair
+    guarded: dict[int, ir.Value] = {}
+    outputs = list(graph.outputs)
+    for i, out in enumerate(outputs):
+        if out.producer() is None:  # a graph input or an initializer
+            continue
+        if id(out) not in guarded:
+            guarded[id(out)] = _guard_output(e, out, ok)
+        graph.outputs[i] = guarded[id(out)]
+    if not guarded:  # nothing computed here reaches an output: the flags are unread
+        e.nodes = []
+    return e.nodes
+
+
+def _own_reshape(e: Emitter, x: ir.Value, shape: ir.Value) -> ir.Value:
+    """A guard Reshape of its own, named for `run`'s one-line report."""
+    out = _own_node(e, "Reshape", [x, shape])
+    node = out.producer()
+    assert node is not None
+    node.name = e.ctx.unique(f"{e.prefix}/IndexOrSizeOutOfRange")
+    return out
+
+
+def _own_node(e: Emitter, op_type: str, inputs: list[ir.Value], **attrs) -> ir.Value:
+    """A node outside the emitter's memo: each graph output gets its own, even where two
+    outputs are one computation (two identical scatters), so that each keeps its name."""
+    name = e.ctx.unique(f"{e.prefix}/{op_type}")
+    out = ir.Value(name=e.ctx.unique(f"{name}:0"))
+    attributes = [ir.convenience.convert_attribute(k, v) for k, v in attrs.items()]
+    e.nodes.append(ir.Node("", op_type, inputs, attributes, outputs=[out], name=name))
+    return out
+
+
+def drop_unread_views(graph) -> None:
+    """Remove the view nodes a guard bypassed (`_guard_output`) whose output nothing reads now:
+    the DML EP's graph fusion refuses a partition holding an unused output (measured: "Invalid
+    parameter" at session creation, DmlGraphFusionHelper.cpp)."""
+    for node in reversed(list(graph)):
+        if (
+            node.op_type in _VIEW_OPS
+            and node.domain == ""
+            and node.meta.get(_BYPASSED)
+            and not any(o.uses() or o.is_graph_output() for o in node.outputs)
+        ):
+            graph.remove(node, safe=True)
+
+
+def _guard_output(e: Emitter, out: ir.Value, ok: ir.Value) -> ir.Value:
+    dims = list(out.shape) if out.shape is not None else []
+    # a static shape is a constant: outputs of one shape then share one Where (the emitter's
+    # memo), where Shape nodes ORT folds to equal constants would leave it two Wheres that its
+    # CommonSubexpressionElimination does not merge (measured on the lane)
+    static = [d for d in dims if isinstance(d, int)]
+    if out.shape is not None and len(static) == len(dims):
+        shape = e.i64(static)
+    else:
+        shape = e.op("Shape", out)
+    src, mapped = out, shape
+    node = src.producer()
+    while node is not None and node.op_type in _VIEW_OPS and node.domain == "":
+        # the same elements in the same order: reshape the source itself; a 0 in the output's
+        # shape cannot be copied from a source of another rank (`zeros_inferred`)
+        assert node.inputs[0] is not None  # a view's data input is required
+        node.meta[_BYPASSED] = True
+        src, node = node.inputs[0], node.inputs[0].producer()
+        mapped = zeros_inferred(e, shape)
+    rank = len(out.shape) if out.shape is not None else None
+    if rank:
+        checked = _own_reshape(
+            e, src, e.op("Where", ok, mapped, e.i64([BAD_DIM] * rank))
+        )
+    else:
+        # a 0-d output (or one of a rank known only at run time) has no dim to refuse: the
+        # guard reshapes to [1, *shape] and a Gather of row 0 restores the shape (one pass of
+        # the output, which is a scalar where the rank is known)
+        lead = e.op("Concat", e.i64([1]), mapped, axis=0)
+        wide = _own_reshape(e, src, e.op("Where", ok, lead, e.i64([BAD_DIM])))
+        checked = _own_node(e, "Gather", [wide, e.i64(0)], axis=0)
+    name = out.name
+    out.name = e.ctx.unique(f"{name}/unguarded")
+    checked.name = name
+    checked.type, checked.shape = out.type, out.shape
+    return checked
 
 
 def expected_update_dims(

@@ -196,23 +196,31 @@ def segmented_scan(
     else:
         sames = e.split(e.reshape(cont, [-1, B]), [1] * B, axis=1)
     assert identity.dtype is not None  # a constant made by the caller
-    outs = _chain(e, step, sames, vcols, identity.dtype.numpy())
+    news = None
+    if cont is not None and _fast(step):
+        # the float chain reads "a new run starts" per column: one Not of the whole flags tensor
+        # and one Split, where a Not per column took B − 1 kernels
+        news = e.split(e.op("Not", e.reshape(cont, [-1, B])), [1] * B, axis=1)
+    outs = _chain(e, step, sames, vcols, identity.dtype.numpy(), news)
     S = e.op("Concat", *outs, axis=1)
     nb_bound = math.ceil(bound / B)
     if nb_bound > 1:
-        # the block ends' own scan reads keys or flags as this one does: with flags, opens[j]
+        # the block ends' own scan reads keys or flags as this one does: with flags, open[:, j]
         # says columns 0..j all continue, so column j is in the run that was open at the block's
-        # start; the last one says the whole block continues it, which is what consecutive ends
-        # ask of each other
+        # start; the last column says the whole block continues it, which is what consecutive
+        # ends ask of each other. It is "no run starts in columns 0..j": a count of the starts
+        # along the block (an int32 CumSum) equal to 0 — four kernels where a running And took
+        # one per column
         ends_v = e.reshape(outs[-1], [-1])
-        ends_k = ends_cont = None
+        ends_k = ends_cont = opens = None
         if cont is None:
             ends_k = e.reshape(kcols[-1], [-1])
         else:
-            opens = [sames[0]]
-            for j in range(1, B):
-                opens.append(e.op("And", opens[-1], sames[j]))
-            ends_cont = e.reshape(opens[-1], [-1])
+            starts = e.cast(e.op("Not", e.reshape(cont, [-1, B])), ir.DataType.INT32)
+            started = e.op("CumSum", starts, e.i32(1))
+            opens = e.op("Equal", started, e.i32(0))
+            last = e.op("Slice", opens, e.i64([B - 1]), e.i64([B]), e.i64([1]))
+            ends_cont = e.reshape(last, [-1])
         carry = segmented_scan(
             e,
             ends_k,
@@ -230,7 +238,8 @@ def segmented_scan(
             prev_key = e.reshape(shift(e, ends_k, 1, nb, minus1), [-1, 1])
             match = e.op("Equal", Kk, prev_key)
         else:
-            match = e.op("Concat", *opens, axis=1)
+            assert opens is not None  # made above from the flags
+            match = opens
         prev_carry = shift(e, carry, 1, nb, fill)
         S = _fix_up(e, step, match, prev_carry, S, nb, B, identity)
     out = e.reshape(S, [-1])
@@ -239,8 +248,19 @@ def segmented_scan(
     return out
 
 
+def _fast(step: Step) -> bool:
+    """Does `_chain` take the float Add / Mul form for this step?"""
+    op = getattr(step, "fold_op", None)
+    return getattr(step, "floating", False) and op in ("Add", "Mul")
+
+
 def _chain(
-    e: Emitter, step: Step, sames: list, vcols: list[ir.Value], np_dtype: np.dtype
+    e: Emitter,
+    step: Step,
+    sames: list,
+    vcols: list[ir.Value],
+    np_dtype: np.dtype,
+    news: list | None = None,
 ) -> list[ir.Value]:
     """The sequential scan over the block's columns ([nb, 1] each): y_j = step(same_j, y_{j−1}, x_j)
     (same_j: column j continues column j − 1's run).
@@ -261,7 +281,7 @@ def _chain(
     chain's 15 Wheres 18 % of the lowered scatter add's time.
     """
     op = getattr(step, "fold_op", None)
-    fast = getattr(step, "floating", False) and op in ("Add", "Mul")
+    fast = _fast(step)
     outs = [vcols[0]]
     neg = e.op("Neg", vcols[0]) if fast and op == "Add" else None
     for j in range(1, len(vcols)):
@@ -272,7 +292,8 @@ def _chain(
         earlier = neg if op == "Add" else outs[-1]
         # fast: a float Add or Mul, and Add carries −y from the first column on
         assert op is not None and earlier is not None
-        outs.append(_float_fold(e, op, vcols[j], e.op("Not", same), earlier, np_dtype))
+        new_run = news[j] if news is not None else e.op("Not", same)
+        outs.append(_float_fold(e, op, vcols[j], new_run, earlier, np_dtype))
         if op == "Add" and j < len(vcols) - 1:
             neg = e.op("Neg", outs[-1])
     return outs

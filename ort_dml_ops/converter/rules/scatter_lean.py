@@ -1,0 +1,241 @@
+"""Lean folds of the lowered scatter (scatter.py, step 2–3): sorts and one prefix sum instead of
+the blocked segmented scan, for the reductions where they are exact (issue 28).
+
+A GPU pays every kernel as a dispatch (about 5–20 µs whatever its size) and every node again
+when the session is created; the segmented scan of `segscan.py` folds runs exactly but costs
+180–300 kernels. These constructions reach the same values in tens:
+
+* **integer add**: S = CumSum of the sorted updates; each run's sum is S at its last element
+  minus S just before its first, S − v there (two's-complement arithmetic wraps, so every
+  difference is exact, overflow included, as ORT's sequential sum wraps). One MaxUnpool writes
+  each run's last slot at its position, another its first slot; the data gets
+  S[last] − (S − v)[first], 0 where no update lands.
+* **integer max / min**: sort the updates by value (TopK), then sort that by position (TopK
+  keeps equal keys in index order, ONNX TopK): each run lists its updates by value, so its last
+  element is the run's max (min: values sorted descending); one MaxUnpool writes its slot, and
+  the data is Max / Min-ed with it (the identity where no update lands).
+* **float max / min**: ORT's CPU kernel folds sequentially, keeping the current value only if it
+  compares strictly greater (smaller) than the update (scatter.cc, `Max`/`Min` functors): a NaN
+  is replaced by the next update, ties go to the later update (the sign of a zero survives). So
+  the result at m is, over the updates after the last NaN of m's run, the greatest, the latest
+  of equals; that NaN itself if nothing follows it; and the data takes part only where the run
+  has no NaN (the data wins if strictly greater). First a stable sort on 2·position + isnan puts
+  each run's NaNs last, so its last element names the run's last NaN (its update index, L);
+  each update then knows whether it comes after L. Updates that do not are given the key −∞
+  (min: +∞), the others their value; sorting by that key, then stably by position, leaves each
+  run's winner last: the greatest key, the latest of equal keys — an update at or before L
+  precedes every update after it with an equal key, and where nothing follows L the latest of
+  the −∞ keys is L itself. No NaN is ever a sort key, and values are copied, never
+  recomputed (bit-exact: NaN payloads and signed zeros).
+
+Every write is a MaxUnpool of slot numbers (float32, exact below 2^24: K is guarded) at each
+run's position; other slots go to a dummy position M that is sliced off (`unpool_slots`).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import onnx_ir as ir
+
+from . import sizes
+from .emitter import Emitter
+from .sizes import Size
+
+
+def sort_by(
+    e: Emitter, keys: ir.Value, K: Size, row: Size | None, largest: bool = False
+) -> tuple[ir.Value, ir.Value]:
+    """TopK of all K keys (ascending unless `largest`), or of each row of `row` keys: the sorted
+    keys (1-D) and the permutation (int64, row-local where `row` is given: read it with `take`)."""
+    if row is None:
+        return e.op(
+            "TopK",
+            keys,
+            sizes.tensor(e, K),
+            outputs=2,
+            largest=int(largest),
+            sorted=1,
+            axis=0,
+        )
+    rows = sizes.concat(e, [-1, row])
+    skeys, perm = e.op(
+        "TopK",
+        e.reshape(keys, rows),
+        sizes.tensor(e, row),
+        outputs=2,
+        largest=int(largest),
+        sorted=1,
+        axis=1,
+    )
+    return e.reshape(skeys, [-1]), perm
+
+
+def take(e: Emitter, x: ir.Value, perm: ir.Value, row: Size | None) -> ir.Value:
+    """x (1-D, K items) in the order of a `sort_by` permutation."""
+    if row is None:
+        return e.take(x, perm)
+    rows = sizes.concat(e, [-1, row])
+    return e.reshape(e.op("GatherElements", e.reshape(x, rows), perm, axis=1), [-1])
+
+
+def continues(e: Emitter, spos: ir.Value, K: Size) -> tuple[ir.Value, ir.Value]:
+    """(not first, not last) of each sorted position's run: equal to the one before / after.
+
+    One Pad of −1 on both ends gives both neighbours (−1 is below every position), so the
+    flags are right for any K, 0 included, with no Concat of a constant flag."""
+    edge = e.const(np.asarray(-1, dtype=np.int32))
+    padded = e.op("Pad", spos, e.i64([1, 1]), edge, mode="constant")
+    before = e.op("Slice", padded, e.i64([0]), sizes.tensor(e, K), e.i64([0]))
+    after = e.op("Slice", padded, e.i64([2]), e.i64([2**62]), e.i64([0]))
+    return e.op("Equal", spos, before), e.op("Equal", spos, after)
+
+
+def unpool_slots(e: Emitter, target: ir.Value, K: Size, M: Size) -> ir.Value:
+    """A[m] = s where slot s (sorted update s − 1) targets m, 0 where none does ([M] float32).
+
+    `target` (int32, K items) holds a position or M (the dummy, sliced off). Where K is only
+    known at run time it may be 0, and MaxUnpool refuses an empty input: one more slot, aimed at
+    the dummy like every slot that is not written."""
+    n_slots = K
+    if not isinstance(K, int):
+        target = e.op(
+            "Pad", target, e.i64([0, 1]), sizes.scalar(e, M, np.int32), mode="constant"
+        )
+        n_slots = sizes.add(e, K, 1)
+    slots = e.reshape(sizes.iota(e, n_slots, np.float32, start=1), [1, 1, -1])
+    # MaxUnpool's output may not be shorter than its input
+    L = sizes.maximum(e, sizes.add(e, M, 1), n_slots)
+    unpooled = e.op(
+        "MaxUnpool",
+        slots,
+        e.reshape(e.cast(target, ir.DataType.INT64), [1, 1, -1]),
+        sizes.concat(e, [1, 1, L]),
+        kernel_shape=[1],
+        strides=[1],
+    )
+    return e.op(
+        "Slice", e.reshape(unpooled, [-1]), e.i64([0]), sizes.tensor(e, M), e.i64([0])
+    )
+
+
+def at_slots(e: Emitter, x: ir.Value, A: ir.Value, lead: ir.Value) -> ir.Value:
+    """x[A − 1] for every slot A ≥ 1, `lead` where A = 0 (no update): a Gather from x with one
+    lead item, at the slot number itself (int32)."""
+    if lead.shape is None or len(lead.shape) != 0:
+        lead = e.reshape(lead, [])
+    with_lead = e.op("Pad", x, e.i64([1, 0]), lead, mode="constant")
+    return e.take(with_lead, e.cast(A, ir.DataType.INT32))
+
+
+def _write_target(
+    e: Emitter, spos: ir.Value, keep_dummy: ir.Value, M: Size
+) -> ir.Value:
+    """spos where the slot is written, M (the dummy) where `keep_dummy`."""
+    return e.op("Where", keep_dummy, sizes.on_device(e, M, np.int32), spos)
+
+
+def integer_add(
+    e: Emitter,
+    flat: ir.Value,
+    pos: ir.Value,
+    vals: ir.Value,
+    K: Size,
+    M: Size,
+    dt: ir.DataType,
+    row: Size | None,
+) -> ir.Value:
+    """data + the sum of each run, exact in two's complement (see the module docstring)."""
+    spos, perm = sort_by(e, pos, K, row)
+    svals = take(e, vals, perm, row)
+    S = e.op("CumSum", svals, e.i32(0))
+    before_first = e.op("Sub", S, svals)  # S just before each element: exact (wraps)
+    not_first, not_last = continues(e, spos, K)
+    last = unpool_slots(e, _write_target(e, spos, not_last, M), K, M)
+    first = unpool_slots(e, _write_target(e, spos, not_first, M), K, M)
+    zero = e.const(np.zeros((), dtype=dt.numpy()))
+    total = e.op(
+        "Sub", at_slots(e, S, last, zero), at_slots(e, before_first, first, zero)
+    )
+    return e.op("Add", flat, total)
+
+
+def integer_max_min(
+    e: Emitter,
+    flat: ir.Value,
+    pos: ir.Value,
+    vals: ir.Value,
+    K: Size,
+    M: Size,
+    red: str,
+    identity: ir.Value,
+    row: Size | None,
+) -> ir.Value:
+    """data Max / Min each run's extreme: a sort by value, then a stable sort by position."""
+    by_value, perm1 = sort_by(e, vals, K, row, largest=red == "min")
+    spos, perm2 = sort_by(e, take(e, pos, perm1, row), K, row)
+    svals = take(e, by_value, perm2, row)
+    _, not_last = continues(e, spos, K)
+    last = unpool_slots(e, _write_target(e, spos, not_last, M), K, M)
+    return e.op(
+        "Max" if red == "max" else "Min", flat, at_slots(e, svals, last, identity)
+    )
+
+
+def float_max_min(
+    e: Emitter,
+    flat: ir.Value,
+    pos: ir.Value,
+    vals: ir.Value,
+    K: Size,
+    M: Size,
+    red: str,
+    dt: ir.DataType,
+    row: Size | None,
+) -> ir.Value:
+    """ORT's sequential float max / min, bit-exact (see the module docstring)."""
+    nan = e.op("IsNaN", vals)
+    # 1. each run's last NaN: a stable sort on 2·position + isnan lists a run's NaNs last
+    key = e.op("Add", e.op("Add", pos, pos), e.cast(nan, ir.DataType.INT32))
+    skey, perm1 = sort_by(e, key, K, row)
+    two = e.const(np.asarray(2, dtype=np.int32))
+    run_of = e.op(
+        "Div", skey, two
+    )  # the position (keys are ≥ 0: Div truncates = floors)
+    _, not_last = continues(e, run_of, K)
+    last = unpool_slots(e, _write_target(e, run_of, not_last, M), K, M)
+    # the update index of that last element where it is a NaN, else −1, per position
+    is_nan_key = e.op("Equal", e.op("Sub", skey, e.op("Add", run_of, run_of)), e.i32(1))
+    order = sizes.iota(e, K, np.int32)  # each update's index
+    index1 = (
+        take(e, order, perm1, row)
+        if row is not None
+        else e.cast(perm1, ir.DataType.INT32)
+    )
+    last_nan_sorted = e.op("Where", is_nan_key, index1, e.i32(-1))
+    last_nan = at_slots(
+        e, last_nan_sorted, last, e.const(np.asarray(-1, dtype=np.int32))
+    )
+    # 2. updates after their run's last NaN keep their value as the key, the others ∓∞
+    after = e.op("Greater", order, e.take(last_nan, pos))
+    far = -np.inf if red == "max" else np.inf
+    keyed = e.op("Where", after, vals, e.const(np.asarray(far, dtype=dt.numpy())))
+    _, permf = sort_by(e, keyed, K, row, largest=red == "min")
+    spos, perm2 = sort_by(e, take(e, pos, permf, row), K, row)
+    svals = take(e, take(e, vals, permf, row), perm2, row)
+    _, not_last2 = continues(e, spos, K)
+    slot = unpool_slots(e, _write_target(e, spos, not_last2, M), K, M)
+    winner = at_slots(e, svals, slot, e.const(np.zeros((), dtype=dt.numpy())))
+    # 3. the data: kept where no update lands, or where the run has no NaN and it compares
+    # strictly greater (smaller) than the winner
+    # (data and winner as the [M, 1] columns the select reads: data that comes from the CPU —
+    # an exporter's ConstantOfShape — is then copied to the device once, not once per view)
+    compare = "Greater" if red == "max" else "Less"
+    data, won = e.reshape(flat, [-1, 1]), e.reshape(winner, [-1, 1])
+    no_nan = e.reshape(e.op("Less", last_nan, e.i32(0)), [-1, 1])
+    untouched = e.reshape(e.op("Equal", slot, e.const(np.float32(0))), [-1, 1])
+    keep = e.op("Or", untouched, e.op("And", no_nan, e.op(compare, data, won)))
+    pairs = e.op("Concat", won, data, axis=1)
+    column = e.cast(
+        keep, ir.DataType.INT32
+    )  # 1: the data (bits copied, NaN payloads kept)
+    return e.reshape(e.op("GatherElements", pairs, column, axis=1), [-1])
