@@ -329,8 +329,9 @@ def positions_elements(
         base = term if base is None else e.op("Add", base, term)
     if base is not None:
         pos = e.op("Add", pos, base)
-    ok = in_range(e, idx, ddims[axis], host) if check else None
-    return (e.reshape(pos, [-1]) if flat else pos), sizes.product(e, idims), ok
+    K = sizes.product(e, idims)
+    ok = in_range(e, idx, ddims[axis], host, count=K) if check else None
+    return (e.reshape(pos, [-1]) if flat else pos), K, ok
 
 
 def positions_nd(
@@ -356,7 +357,7 @@ def positions_nd(
         comp = e.take(sizes.iota(e, ddims[j], np.int32, step=stride), col)
         tup = comp if tup is None else e.op("Add", tup, comp)
         if check:
-            check_j = in_range(e, col, ddims[j], host)
+            check_j = in_range(e, col, ddims[j], host, count=T)
             ok = both(e, ok, check_j, True) if host else worse(e, ok, check_j)
     assert tup is not None  # check() refuses 0 coordinates per update
     pos = tup

@@ -50,7 +50,13 @@ def negate(e: Emitter, a: ir.Value, host: bool = False) -> ir.Value:
     return e.op("Not", a)
 
 
-def in_range(e: Emitter, idx: ir.Value, dim: Size, host: bool = False) -> ir.Value:
+def in_range(
+    e: Emitter,
+    idx: ir.Value,
+    dim: Size,
+    host: bool = False,
+    count: Size | None = None,
+) -> ir.Value:
     """Whether every element of idx lies in [-dim, dim), from a min and a max over the indices
     (two reads of K integers, nothing written at full size).
 
@@ -78,14 +84,17 @@ def in_range(e: Emitter, idx: ir.Value, dim: Size, host: bool = False) -> ir.Val
         below = e.op("Less", lo, sizes.on_device(e, sizes.sub(e, 0, dim)))
         ok = e.op("And", e.op("Not", below), e.op("Less", hi, sizes.on_device(e, dim)))
         excess = e.reshape(e.op("Where", ok, e.i64([-1]), e.i64([0])), [1])
-    static = _numel(idx)
+    static = count if isinstance(count, int) else _numel(idx)
     if static is not None and static > 0:
         return excess
     # no index at all (a count known only at run time may be 0): then the excess is made
     # negative, min(excess, count − 1), since the DML EP's ReduceMin / ReduceMax of an empty
     # tensor return garbage (measured on the lane: piper's spline ScatterNDs with no update
     # failed the run); with indices, count − 1 ≥ 0 keeps any excess ≥ 0 as it is
-    count: Size = static if static is not None else e.reshape(e.op("Size", idx), [1])
+    if static is not None:
+        count = static
+    elif count is None:
+        count = e.reshape(e.op("Size", idx), [1])
     floor = sizes.on_device(e, sizes.sub(e, count, 1))
     if e.opset >= 12:
         return e.op("Min", excess, floor)
