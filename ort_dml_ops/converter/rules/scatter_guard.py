@@ -88,9 +88,11 @@ def in_range(
     if static is not None and static > 0:
         return excess
     # no index at all (a count known only at run time may be 0): then the excess is made
-    # negative, min(excess, count − 1), since the DML EP's ReduceMin / ReduceMax of an empty
-    # tensor return garbage (measured on the lane: piper's spline ScatterNDs with no update
-    # failed the run); with indices, count − 1 ≥ 0 keeps any excess ≥ 0 as it is
+    # negative, min(excess, count − 1); with indices, count − 1 ≥ 0 keeps any excess ≥ 0 as it
+    # is. On the lane, piper's spline ScatterNDs with no update at run time got an excess of 11
+    # or garbage from the DML EP inside its fused graph (the CPU EP: −2) and failed the run; a
+    # ReduceMin / ReduceMax of an empty int64 input alone gives 0 on both EPs, so the cause is
+    # not minimized (docs/dml-lane.md) — the guard no longer depends on what it is
     if static is not None:
         count = static
     elif count is None:
