@@ -11,6 +11,14 @@ import onnx_ir as ir
 from . import sizes
 from .emitter import Emitter
 from .scatter_guard import MAX_SLOTS
+from .scatter_lean import (
+    float_max_min,
+    integer_add,
+    integer_max_min,
+    sort_by,
+    take,
+    unpool_slots,
+)
 from .segscan import (
     BLOCK,
     fold_step,
@@ -196,26 +204,8 @@ def scatter_flat(
     else:
         # sort the int32 positions themselves (exact: M + K < 2^31 is checked), no float Cast.
         # TopK keeps equal keys in index order (ONNX spec), so each run lists its updates in order.
-        if row is None:
-            spos, perm = e.op(
-                "TopK", pos, sizes.tensor(e, K), outputs=2, largest=0, sorted=1, axis=0
-            )
-            svals = e.take(vals, perm)
-        else:
-            rows = sizes.concat(e, [-1, row])
-            rows_pos, perm = e.op(
-                "TopK",
-                e.reshape(pos, rows),
-                sizes.tensor(e, row),
-                outputs=2,
-                largest=0,
-                sorted=1,
-                axis=1,
-            )
-            spos = e.reshape(rows_pos, [-1])
-            svals = e.reshape(
-                e.op("GatherElements", e.reshape(vals, rows), perm, axis=1), [-1]
-            )
+        spos, perm = sort_by(e, pos, K, row)
+        svals = take(e, vals, perm, row)
         # same[i]: element i + 1 continues element i's run (K − 1 flags, from two views of spos)
         same = e.op(
             "Equal",
@@ -275,31 +265,7 @@ def scatter_flat(
             )
             fold = (op, scanned)
         target = e.op("Where", is_last, spos, sizes.on_device(e, M, np.int32))
-    n_slots = K
-    if not isinstance(K, int):
-        # K may be 0 at run time, and MaxUnpool refuses an empty input: one more slot, aimed at
-        # the dummy position M like every other slot that is not a run's last
-        target = e.op(
-            "Pad", target, e.i64([0, 1]), sizes.scalar(e, M, np.int32), mode="constant"
-        )
-        n_slots = sizes.add(e, K, 1)
-    slots = e.reshape(sizes.iota(e, n_slots, np.float32, start=1), [1, 1, -1])
-    L = sizes.maximum(
-        e, sizes.add(e, M, 1), n_slots
-    )  # MaxUnpool's output may not be shorter than its input
-    # MaxUnpool's indices are int64 (its only index type): the one widening Cast of the rule
-    target = e.cast(target, ir.DataType.INT64)
-    unpooled = e.op(
-        "MaxUnpool",
-        slots,
-        e.reshape(target, [1, 1, -1]),
-        sizes.concat(e, [1, 1, L]),
-        kernel_shape=[1],
-        strides=[1],
-    )
-    A = e.op(
-        "Slice", e.reshape(unpooled, [-1]), e.i64([0]), sizes.tensor(e, M), e.i64([0])
-    )
+    A = unpool_slots(e, target, K, M)
     if fold is not None:
         # add, mul and integer max/min: data op (its run's fold, or the op's identity where no
         # update lands — x op identity == x bit for bit), one Gather at the slot number itself
@@ -343,15 +309,11 @@ def _lean(
 ) -> ir.Value | None:
     """The sort / prefix-sum fold of `scatter_lean.py` where it is exact for this reduction and
     type, else None (the segmented scan below)."""
-    from . import scatter_lean
-
     if red == "add" and dt in _CUMSUM_INTS:
-        return scatter_lean.integer_add(e, flat, pos, vals, K, M, dt, row)
+        return integer_add(e, flat, pos, vals, K, M, dt, row)
     if red in ("max", "min") and dt not in FLOATS:
         identity = e.const(identity_of(red, dt))
-        return scatter_lean.integer_max_min(
-            e, flat, pos, vals, K, M, red, identity, row
-        )
+        return integer_max_min(e, flat, pos, vals, K, M, red, identity, row)
     if red in ("max", "min") and dt in _SORTED_FLOATS:
-        return scatter_lean.float_max_min(e, flat, pos, vals, K, M, red, dt, row)
+        return float_max_min(e, flat, pos, vals, K, M, red, dt, row)
     return None
