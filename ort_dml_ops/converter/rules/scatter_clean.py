@@ -35,6 +35,7 @@ import onnx_ir as ir
 
 from . import sizes
 from .emitter import Emitter
+from .scatter_lean import continues
 from .segscan import fold_step, segmented_scan
 from .sizes import Size
 
@@ -115,13 +116,8 @@ def scatter_clean(
         sk = e.reshape(sk, [-1])
         svals = e.reshape(e.op("GatherElements", vals, perm, axis=1), [-1])
     spos = e.cast(sk, ir.DataType.INT32)
-    # one padded copy of the keys gives both neighbours (−1: below every position)
-    edge = e.const(np.asarray(-1, dtype=np.float32))
-    padded_keys = e.op("Pad", sk, e.i64([1, 1]), edge, mode="constant")
-    before = e.op("Slice", padded_keys, e.i64([0]), sizes.tensor(e, K), e.i64([0]))
-    after = e.op("Slice", padded_keys, e.i64([2]), e.i64([2**62]), e.i64([0]))
-    not_first = e.op("Equal", sk, before)
-    is_last = e.op("Not", e.op("Equal", sk, after))
+    not_first, not_last = continues(e, sk, K, np.float32)
+    is_last = e.op("Not", not_last)
     bound = sizes.upper_bound(K, MAX_FLOAT_KEY)
     if red == "none":
         result = svals

@@ -78,12 +78,15 @@ def take(e: Emitter, x: ir.Value, perm: ir.Value, row: Size | None) -> ir.Value:
     return e.reshape(e.op("GatherElements", e.reshape(x, rows), perm, axis=1), [-1])
 
 
-def continues(e: Emitter, spos: ir.Value, K: Size) -> tuple[ir.Value, ir.Value]:
+def continues(
+    e: Emitter, spos: ir.Value, K: Size, key_dtype: type = np.int32
+) -> tuple[ir.Value, ir.Value]:
     """(not first, not last) of each sorted position's run: equal to the one before / after.
 
     One Pad of −1 on both ends gives both neighbours (−1 is below every position), so the
-    flags are right for any K, 0 included, with no Concat of a constant flag."""
-    edge = e.const(np.asarray(-1, dtype=np.int32))
+    flags are right for any K, 0 included, with no Concat of a constant flag. `key_dtype`: the
+    sorted keys' type (float32 in the WebGPU-clean variant, scatter_clean.py)."""
+    edge = e.const(np.asarray(-1, dtype=key_dtype))
     padded = e.op("Pad", spos, e.i64([1, 1]), edge, mode="constant")
     before = e.op("Slice", padded, e.i64([0]), sizes.tensor(e, K), e.i64([0]))
     after = e.op("Slice", padded, e.i64([2]), e.i64([2**62]), e.i64([0]))
