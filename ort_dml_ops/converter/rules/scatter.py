@@ -53,6 +53,7 @@ from .scatter_guard import (
     register,
     shape_guard,
     size_guard,
+    static_numel,
     worse,
 )
 from .scatter_write import REDUCE_OPS, scatter_flat
@@ -99,13 +100,13 @@ class ScatterLowering(Rule):
         red = attr_str(node, "reduction", "none")
         if red != "none" and red not in REDUCE_OPS:
             return Refusal("reduction-unknown", f"unknown reduction {red!r}")
-        K = _static_numel(updates)
+        K = static_numel(updates)
         if K is not None and K > MAX_SLOTS:
             return Refusal(
                 "too-many-updates",
                 f"{K} updates: slot numbers would not be exact in float32 (limit {MAX_SLOTS})",
             )
-        M = _static_numel(data)
+        M = static_numel(data)
         if K is not None and M is not None and M + 2 * K >= 2**31:
             return Refusal(
                 "index-overflow",
@@ -135,7 +136,7 @@ class ScatterLowering(Rule):
             expected = expected_update_dims(node.op_type, idims, ddims)
             shape_ok = shape_guard(e, sizes.dims(e, updates), expected)
         if (
-            shape_ok is None and _static_numel(updates) == 0
+            shape_ok is None and static_numel(updates) == 0
         ):  # no updates: the data unchanged
             # (the size nodes emitted above are unread, and done() drops them)
             return e.done(
@@ -143,7 +144,7 @@ class ScatterLowering(Rule):
                 f"no updates: the data unchanged; reduction {red}",
             )
         if (
-            _static_numel(indices) == 0
+            static_numel(indices) == 0
         ):  # no update: the data unchanged once the updates' shape is checked
             register(e, None, shape_ok)
             return e.done(
@@ -261,15 +262,6 @@ def _runtime_rank_dims(
     worst = e.op("ReduceMax", e.op("Abs", e.op("Sub", got, want)), keepdims=1)
     same_dims = e.op("Equal", worst, e.i64([0]))
     return ddims, e.op("And", e.op("Reshape", same_rank, e.i64([1])), same_dims)
-
-
-def _static_numel(v: ir.Value) -> int | None:
-    if v.shape is None:
-        return None
-    known = [d for d in v.shape if isinstance(d, int)]
-    if len(known) != len(v.shape):
-        return None
-    return int(np.prod(known))
 
 
 def _show(s: Size) -> str:

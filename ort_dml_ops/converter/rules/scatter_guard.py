@@ -84,7 +84,7 @@ def in_range(
         below = e.op("Less", lo, sizes.on_device(e, sizes.sub(e, 0, dim)))
         ok = e.op("And", e.op("Not", below), e.op("Less", hi, sizes.on_device(e, dim)))
         excess = e.reshape(e.op("Where", ok, e.i64([-1]), e.i64([0])), [1])
-    static = count if isinstance(count, int) else _numel(idx)
+    static = count if isinstance(count, int) else static_numel(idx)
     if static is not None and static > 0:
         return excess
     # no index at all (a count known only at run time may be 0): then the excess is made
@@ -103,10 +103,14 @@ def in_range(
     return e.op("Where", e.op("Less", excess, floor), excess, floor)
 
 
-def _numel(v: ir.Value) -> int | None:
-    if v.shape is None or not all(isinstance(d, int) for d in v.shape):
+def static_numel(v: ir.Value) -> int | None:
+    """The element count of `v` where every dim is static, else None."""
+    if v.shape is None:
         return None
-    return int(np.prod([int(d) for d in v.shape], dtype=np.int64))  # type: ignore[arg-type]
+    known = [d for d in v.shape if isinstance(d, int)]
+    if len(known) != len(v.shape):
+        return None
+    return int(np.prod(known))
 
 
 def worse(e: Emitter, a: ir.Value | None, b: ir.Value | None) -> ir.Value | None:
