@@ -187,10 +187,16 @@ def test_input_shape_hints_decide_what_symbolic_dims_leave_open():
     assert one.action == "cpu" and one.cost == node.cost
 
 
-def test_input_shape_hint_mistakes_are_one_line_errors(tmp_path):
+def _convert_cli(src, out, *extra: str, check: bool):
+    """`ort-dml-ops convert SRC -o OUT EXTRA...` in a real process."""
     import subprocess
     import sys
 
+    argv = [sys.executable, "-m", "ort_dml_ops", "convert", str(src), "-o", str(out)]
+    return subprocess.run([*argv, *extra], capture_output=True, text=True, check=check)
+
+
+def test_input_shape_hint_mistakes_are_one_line_errors(tmp_path):
     import onnx
 
     from ort_dml_ops import UserError
@@ -200,42 +206,11 @@ def test_input_shape_hint_mistakes_are_one_line_errors(tmp_path):
         convert(m, "dml", input_shapes={"nope": (2, 2)})
     with pytest.raises(UserError, match="3 dims given"):
         convert(m, "dml", input_shapes={"data": (2, 2, 2)})
-    src = tmp_path / "m.onnx"
+    src, out = tmp_path / "m.onnx", tmp_path / "o.onnx"
     onnx.save(m, src)
     for bad in ("data", "data=2,x", "=4"):
-        proc = subprocess.run(
-            [
-                sys.executable,
-                "-m",
-                "ort_dml_ops",
-                "convert",
-                str(src),
-                "-o",
-                str(tmp_path / "o.onnx"),
-                "--input-shape",
-                bad,
-            ],
-            capture_output=True,
-            text=True,
-            check=False,
-        )
+        proc = _convert_cli(src, out, "--input-shape", bad, check=False)
         assert proc.returncode != 0 and proc.stderr.count("\n") == 1, proc.stderr
-        assert "Traceback" not in proc.stderr and not (tmp_path / "o.onnx").exists()
-    ok = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "ort_dml_ops",
-            "convert",
-            str(src),
-            "-o",
-            str(tmp_path / "o.onnx"),
-            "--input-shape",
-            "data=4000,4000",
-            "--json",
-        ],
-        capture_output=True,
-        text=True,
-        check=True,
-    )
+        assert "Traceback" not in proc.stderr and not out.exists()
+    ok = _convert_cli(src, out, "--input-shape", "data=4000,4000", "--json", check=True)
     assert '"estimate_us"' in ok.stdout
