@@ -44,6 +44,7 @@ SCATTER_PASSES = {
     "min": (50.5, 54.5),
     "int_max_min": (21.3, 23.3),
     "int_add": (29.5, 32.5),
+    "int_mul": (27.5, 29.9),
 }
 #: Memcpy kernels of the lowered scatter on the WebGPU plugin (bench --target webgpu, 1e6, both
 #: axes; mul and min have add's and max's graph shape): TopK (int32 keys), MaxUnpool, int32 /
@@ -280,7 +281,7 @@ def cheaper_on_cpu(costs: dict[str, OptionCost]) -> str | None:
 def _lowered_kernels(node: ir.Node, family: str | None, clean: bool) -> int | None:
     """The counted kernels of the node's lowering (SCATTER_KERNELS); CumProd's blocked scan and
     the CumSum casts: counted the same way (30 / 94 and 3)."""
-    static = _static(node) if family == "scatter" else _static_data(node)
+    static = _static(node)
     if family == "cumprod":
         return 30 if static else 94
     if family == "cumsum":
@@ -288,22 +289,8 @@ def _lowered_kernels(node: ir.Node, family: str | None, clean: bool) -> int | No
     if family != "scatter":
         return None
     table = WEBGPU_CLEAN_SCATTER_KERNELS if clean else SCATTER_KERNELS
-    red = _reduction(node)
-    if (
-        red == "mul"
-        and not clean
-        and node.inputs[0] is not None
-        and node.inputs[0].dtype not in _FLOATS
-    ):
-        red = "int_mul"
-    pair = table.get(red)
+    pair = table.get(_reduction(node))
     return None if pair is None else pair[0 if static else 1]
-
-
-def _static_data(node: ir.Node) -> bool:
-    data = node.inputs[0] if node.inputs else None
-    shape = static_shape(data) if data is not None else None
-    return shape is not None and None not in shape
 
 
 def for_node(
@@ -397,7 +384,8 @@ def _lowered_passes(node: ir.Node, family: str | None, clean: bool) -> float | N
 
 
 def _static(node: ir.Node) -> bool:
-    """Are the scatter's data, indices and updates all of static shape?"""
+    """Are the node's first three inputs all of static shape (a scatter's data, indices and
+    updates; a scan's data and axis)?"""
     return all(
         (shape := static_shape(v)) is not None and None not in shape
         for v in node.inputs[:3]
@@ -427,8 +415,8 @@ def _reduction(node: ir.Node) -> str:
     integer = node.inputs[0] is not None and node.inputs[0].dtype not in _FLOATS
     if red in ("max", "min") and integer:
         red = "int_max_min"
-    elif red == "add" and integer:
-        red = "int_add"
+    elif red in ("add", "mul") and integer:
+        red = f"int_{red}"
     return red
 
 

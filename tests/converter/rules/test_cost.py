@@ -107,7 +107,19 @@ def test_dominated_needs_no_worse_on_both_and_better_on_one():
 @pytest.mark.parametrize("symbolic", [False, True], ids=["static", "symbolic"])
 @pytest.mark.parametrize(
     "target,reduction",
-    [("dml", r) for r in ("none", "add", "mul", "max", "min", "int_max_min", "int_add")]
+    [
+        ("dml", r)
+        for r in (
+            "none",
+            "add",
+            "mul",
+            "max",
+            "min",
+            "int_max_min",
+            "int_add",
+            "int_mul",
+        )
+    ]
     + [("webgpu", r) for r in ("none", "add", "mul", "max", "min")],
 )
 def test_scatter_pass_figures_are_what_the_lowered_graph_writes(
@@ -121,7 +133,9 @@ def test_scatter_pass_figures_are_what_the_lowered_graph_writes(
 
     n = 1000
     dtype = np.int32 if reduction.startswith("int_") else np.float32
-    op_red = {"int_max_min": "max", "int_add": "add"}.get(reduction, reduction)
+    op_red = {"int_max_min": "max", "int_add": "add", "int_mul": "mul"}.get(
+        reduction, reduction
+    )
     # along the last axis of [n, n] data with as many updates: what the figures were measured on
     dims = ["rows", "cols"] if symbolic else [n, n]
     model = elements_model(dims, dims, 1, op_red, dtype)
