@@ -112,6 +112,8 @@ class _Plan:
     rule: Rule | None
     #: why the native kernel is the costlier choice (strategy auto, native nodes), or None
     costly: str | None
+    #: why ORT's CPU kernel beats the lowering (strategy auto, cost.cheaper_on_cpu), or None
+    cpu_cheaper: str | None
 
 
 def _plan(node: ir.Node, ctx: RewriteContext, strategy: str, memo: _Memo) -> _Plan:
@@ -142,7 +144,12 @@ def _plan(node: ir.Node, ctx: RewriteContext, strategy: str, memo: _Memo) -> _Pl
             refused.append((rule, why))
         costs = cost.for_node(node, ctx, native, lowerable=passing is not None)
         costly = _native_costlier(node, ctx) if strategy == "auto" and native else None
-        plan = _Plan(native, native_why, costs, tuple(refused), passing, costly)
+        cpu_cheaper = cost.cheaper_on_cpu(costs) if strategy == "auto" else None
+        if cpu_cheaper and not _cpu_kernel_exists(node, ctx):
+            cpu_cheaper = None
+        plan = _Plan(
+            native, native_why, costs, tuple(refused), passing, costly, cpu_cheaper
+        )
         if key is not None:
             memo.plans[key] = plan
     return plan
@@ -190,8 +197,8 @@ def _convert_node(
         native_why = f"{native_why}, but {costly}"
     refusals = []
     refused, passing = plan.refused, plan.rule
-    message = cost.cheaper_on_cpu(costs) if strategy == "auto" else None
-    if message and _cpu_kernel_exists(node, ctx):
+    message = plan.cpu_cheaper
+    if message:
         refusals.append(f"cost: {message}")
         rep.refusals.append(
             {"rule": "cost", "code": "cpu-path-cheaper", "message": message}
