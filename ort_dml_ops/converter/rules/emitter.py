@@ -78,6 +78,12 @@ class Emitter:
             self._keys.append(key)
         return out
 
+    def fresh(self, op_type: str, *inputs: ir.Value | None, **attrs: Any) -> ir.Value:
+        """One output of a node of its own, outside the memo: where two equal computations must
+        stay two nodes (two graph outputs guarded alike each keep their own name)."""
+        keyed = [(k, _value_key(v)) for k, v in attrs.items() if v is not None]
+        return self._emit(op_type, inputs, 1, "", None, None, attrs, keyed)
+
     def _emit(self, op_type, inputs, outputs, domain, dtype, shape, attrs, keyed):
         name = self.ctx.unique(f"{self.prefix}/{op_type}")
         outs = [ir.Value(name=self.ctx.unique(f"{name}:{i}")) for i in range(outputs)]

@@ -161,13 +161,8 @@ def checked_updates(e: Emitter, updates: ir.Value, shape_ok: ir.Value) -> ir.Val
     if not rank:  # a 0-d (or run-time rank) updates tensor: the graph's guard alone
         return updates
     shape = e.op("Shape", updates)
-    checked = e.op(
-        "Reshape", updates, e.op("Where", shape_ok, shape, e.i64([BAD_DIM] * rank))
-    )
-    guard = checked.producer()
-    assert guard is not None
-    guard.name = e.ctx.unique(f"{e.prefix}/IndexOrSizeOutOfRange")
-    return checked
+    bad = e.i64([BAD_DIM] * rank)
+    return _guard_reshape(e, updates, e.op("Where", shape_ok, shape, bad))
 
 
 def register(e: Emitter, device: ir.Value | None, host: ir.Value | None) -> None:
@@ -221,22 +216,15 @@ def guard_graph(e: Emitter, host_spelling: bool) -> list[ir.Node]:
     return e.nodes
 
 
-def _own_reshape(e: Emitter, x: ir.Value, shape: ir.Value) -> ir.Value:
-    """A guard Reshape of its own, named for `run`'s one-line report."""
-    out = _own_node(e, "Reshape", [x, shape])
+def _guard_reshape(
+    e: Emitter, x: ir.Value, shape: ir.Value, own: bool = False
+) -> ir.Value:
+    """A Reshape that fails the run on a bad shape, named for `run`'s one-line report; `own`:
+    a node of its own, outside the emitter's memo (`Emitter.fresh`)."""
+    out = e.fresh("Reshape", x, shape) if own else e.op("Reshape", x, shape)
     node = out.producer()
     assert node is not None
     node.name = e.ctx.unique(f"{e.prefix}/IndexOrSizeOutOfRange")
-    return out
-
-
-def _own_node(e: Emitter, op_type: str, inputs: list[ir.Value], **attrs) -> ir.Value:
-    """A node outside the emitter's memo: each graph output gets its own, even where two
-    outputs are one computation (two identical scatters), so that each keeps its name."""
-    name = e.ctx.unique(f"{e.prefix}/{op_type}")
-    out = ir.Value(name=e.ctx.unique(f"{name}:0"))
-    attributes = [ir.convenience.convert_attribute(k, v) for k, v in attrs.items()]
-    e.nodes.append(ir.Node("", op_type, inputs, attributes, outputs=[out], name=name))
     return out
 
 
@@ -275,16 +263,16 @@ def _guard_output(e: Emitter, out: ir.Value, ok: ir.Value) -> ir.Value:
         mapped = zeros_inferred(e, shape)
     rank = len(out.shape) if out.shape is not None else None
     if rank:
-        checked = _own_reshape(
-            e, src, e.op("Where", ok, mapped, e.i64([BAD_DIM] * rank))
-        )
+        bad = e.i64([BAD_DIM] * rank)
+        checked = _guard_reshape(e, src, e.op("Where", ok, mapped, bad), own=True)
     else:
         # a 0-d output (or one of a rank known only at run time) has no dim to refuse: the
         # guard reshapes to [1, *shape] and a Gather of row 0 restores the shape (one pass of
         # the output, which is a scalar where the rank is known)
         lead = e.op("Concat", e.i64([1]), mapped, axis=0)
-        wide = _own_reshape(e, src, e.op("Where", ok, lead, e.i64([BAD_DIM])))
-        checked = _own_node(e, "Gather", [wide, e.i64(0)], axis=0)
+        bad = e.i64([BAD_DIM])
+        wide = _guard_reshape(e, src, e.op("Where", ok, lead, bad), own=True)
+        checked = e.fresh("Gather", wide, e.i64(0), axis=0)
     name = out.name
     out.name = e.ctx.unique(f"{name}/unguarded")
     checked.name = name
