@@ -246,48 +246,184 @@ def test_if_subgraph_converted():
         np.testing.assert_allclose(y, ref_cumprod(x, 1, excl), rtol=1e-6)
 
 
-def test_function_body_converted():
+def _function_model(
+    body, calls, inputs, outputs, *, attributes=(), fn_opset=17, opset=17
+):
+    """A model whose main graph calls local::F (`body`) from the nodes `calls`."""
     fn = h.make_function(
         "local",
-        "CP",
+        "F",
+        sorted(
+            {v for n in body for v in n.input} - {o for n in body for o in n.output}
+        ),
+        [body[-1].output[0]],
+        body,
+        opset_imports=[h.make_opsetid("", fn_opset), h.make_opsetid(DOMAIN, 1)],
+        attribute_protos=list(attributes),
+    )
+    g = h.make_graph(
+        calls,
+        "g",
+        [h.make_tensor_value_info(*i) for i in inputs],
+        [h.make_tensor_value_info(*o) for o in outputs],
+    )
+    return h.make_model(
+        g,
+        opset_imports=[h.make_opsetid("", opset), h.make_opsetid("local", 1)],
+        functions=[fn],
+        ir_version=10,
+    )
+
+
+def _axis0():
+    return h.make_node(
+        "Constant", [], ["ax"], value=nh.from_array(np.array(0, np.int64))
+    )
+
+
+def _inlined(r):
+    assert not r.model.functions and any(
+        "local::F inlined" in n for n in r.report.normalized
+    )
+    onnx.checker.check_model(r.model, full_check=True)
+
+
+def test_function_calls_of_other_types_and_ranks_converted():
+    """One body, two calls (float rank 1, double rank 2), no value_info: each call is
+    inlined and lowered with its own shapes (lowering the shared body had to guess them)."""
+    m = _function_model(
+        [_axis0(), h.make_node("CumProd", ["a", "ax"], ["b"], domain=DOMAIN)],
+        [
+            h.make_node("F", ["x"], ["y"], domain="local"),
+            h.make_node("F", ["z"], ["w"], domain="local"),
+        ],
+        [("x", T.FLOAT, [6]), ("z", T.DOUBLE, [2, 3])],
+        [("y", T.FLOAT, [6]), ("w", T.DOUBLE, [2, 3])],
+    )
+    r = convert(m, "dml")
+    assert [n.action for n in r.report.nodes] == ["lowered", "lowered"]
+    _inlined(r)
+    x = np.arange(1, 7, dtype=np.float32)
+    z = np.arange(1, 7, dtype=np.float64).reshape(2, 3)
+    y, w = run_cpu(r.model, {"x": x, "z": z})
+    np.testing.assert_array_equal(y, np.cumprod(x))
+    np.testing.assert_array_equal(w, np.cumprod(z, 0))
+
+
+def test_function_attribute_reference_takes_each_calls_value():
+    """`reverse` is the function's attribute `rev` (ref_attr_name), 0 by default: the call that
+    sets it gets a reversed product, the call that does not the default."""
+    cp = h.make_node("CumProd", ["a", "ax"], ["b"], domain=DOMAIN)
+    ref = onnx.AttributeProto()
+    ref.name, ref.ref_attr_name, ref.type = "reverse", "rev", onnx.AttributeProto.INT
+    cp.attribute.append(ref)
+    m = _function_model(
+        [_axis0(), cp],
+        [
+            h.make_node("F", ["x"], ["y"], domain="local", rev=1),
+            h.make_node("F", ["x"], ["w"], domain="local"),
+        ],
+        [("x", T.FLOAT, [6])],
+        [("y", T.FLOAT, [6]), ("w", T.FLOAT, [6])],
+        attributes=[h.make_attribute("rev", 0)],
+    )
+    r = convert(m, "dml")
+    assert [n.action for n in r.report.nodes] == ["lowered", "lowered"]
+    _inlined(r)
+    x = np.arange(1, 7, dtype=np.float32)
+    y, w = run_cpu(r.model, {"x": x})
+    np.testing.assert_array_equal(y, ref_cumprod(x, 0, 0, 1))
+    np.testing.assert_array_equal(w, np.cumprod(x))
+
+
+def test_function_calling_a_function_with_a_scatter_converted():
+    """G calls F, F holds a ScatterElements(add): both are inlined, the scatter lowered and
+    exact; a function without a family node stays a function."""
+    scatter = h.make_function(
+        "local",
+        "F",
+        ["a", "i", "u"],
+        ["b"],
+        [h.make_node("ScatterElements", ["a", "i", "u"], ["b"], reduction="add")],
+        opset_imports=[h.make_opsetid("", 17)],
+    )
+    caller = h.make_function(
+        "local",
+        "G",
+        ["a", "i", "u"],
+        ["c"],
+        [
+            h.make_node("F", ["a", "i", "u"], ["b"], domain="local"),
+            h.make_node("Relu", ["b"], ["c"]),
+        ],
+        opset_imports=[h.make_opsetid("", 17), h.make_opsetid("local", 1)],
+    )
+    plain = h.make_function(
+        "local",
+        "P",
         ["a"],
         ["b"],
-        [
-            h.make_node(
-                "Constant", [], ["ax"], value=nh.from_array(np.array(0, np.int64))
-            ),
-            h.make_node("CumProd", ["a", "ax"], ["b"], domain=DOMAIN, reverse=1),
-        ],
-        opset_imports=[h.make_opsetid("", 17), h.make_opsetid(DOMAIN, 1)],
+        [h.make_node("Neg", ["a"], ["b"])],
+        opset_imports=[h.make_opsetid("", 17)],
     )
-    bare = onnx.FunctionProto()
-    bare.CopyFrom(fn)
-    # function bodies are not shape-inferred: their value_info (IR >= 10) gives the rank
-    fn.value_info.extend([h.make_tensor_value_info("a", T.FLOAT, [None])])
     g = h.make_graph(
-        [h.make_node("CP", ["x"], ["y"], domain="local")],
+        [
+            h.make_node("G", ["x", "i", "u"], ["s"], domain="local"),
+            h.make_node("P", ["s"], ["y"], domain="local"),
+        ],
         "g",
-        [h.make_tensor_value_info("x", T.FLOAT, [6])],
+        [
+            h.make_tensor_value_info("x", T.FLOAT, [6]),
+            h.make_tensor_value_info("i", T.INT64, [4]),
+            h.make_tensor_value_info("u", T.FLOAT, [4]),
+        ],
         [h.make_tensor_value_info("y", T.FLOAT, [6])],
     )
     m = h.make_model(
         g,
         opset_imports=[h.make_opsetid("", 17), h.make_opsetid("local", 1)],
-        functions=[fn],
+        functions=[scatter, caller, plain],
         ir_version=10,
     )
-    r = convert(m, "dml")
-    assert r.report.nodes and all(n.action == "lowered" for n in r.report.nodes), (
-        r.report.nodes
+    r = convert(m, "dml", strategy="lower")
+    assert [n.action for n in r.report.nodes] == ["lowered"]
+    assert [f.name for f in r.model.functions] == ["P"]
+    assert len(r.report.normalized) == 2  # F and G, a line each
+    onnx.checker.check_model(r.model, full_check=True)
+    x = np.arange(6, dtype=np.float32) - 3
+    i = np.array([1, 1, 5, 0])
+    u = np.array([2.0, -8.0, 1.0, 0.5], np.float32)
+    (y,) = run_cpu(r.model, {"x": x, "i": i, "u": u})
+    want = x.copy()
+    np.add.at(want, i, u)
+    np.testing.assert_array_equal(y, -np.maximum(want, 0))
+
+
+def test_function_body_runs_under_the_models_opset():
+    """ORT runs an inlined body under the model's version of ai.onnx (a function importing 13
+    beside a model at 17 loads): convert inlines it the same way."""
+    m = _function_model(
+        [_axis0(), h.make_node("CumProd", ["a", "ax"], ["b"], domain=DOMAIN)],
+        [h.make_node("F", ["x"], ["y"], domain="local")],
+        [("x", T.FLOAT, [6])],
+        [("y", T.FLOAT, [6])],
+        fn_opset=13,
     )
-    assert (DOMAIN, "CumProd") not in all_ops(r.model)
+    r = convert(m, "dml")
+    _inlined(r)
     x = np.arange(1, 7, dtype=np.float32)
-    (y,) = run_cpu(r.model, {"x": x})
-    np.testing.assert_allclose(y, ref_cumprod(x, 0, 0, 1))
-    del m.functions[:]
-    m.functions.extend([bare])
-    node = convert(m, "dml").report.nodes[0]
-    assert node.action == "fallback" and "rank of the input is unknown" in node.reason
+    np.testing.assert_array_equal(run_cpu(r.model, {"x": x})[0], np.cumprod(x))
+
+
+def test_function_kept_by_strategy_native():
+    m = _function_model(
+        [_axis0(), h.make_node("CumSum", ["a", "ax"], ["b"])],
+        [h.make_node("F", ["x"], ["y"], domain="local")],
+        [("x", T.INT64, [6])],
+        [("y", T.INT64, [6])],
+    )
+    r = convert(m, "dml", strategy="native")
+    assert not r.report.normalized and [f.name for f in r.model.functions] == ["F"]
 
 
 def test_opset26_cumprod_brought_to_21():

@@ -28,7 +28,7 @@ logging.getLogger("torch.onnx").setLevel(logging.ERROR)
 REDUCES = ("sum", "prod", "mean", "amax", "amin")
 
 
-def _export(module, args, dynamo: bool) -> onnx.ModelProto:
+def _export(module, args, dynamo: bool, **kwargs) -> onnx.ModelProto:
     names = [f"in{k}" for k in range(len(args))]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -37,15 +37,15 @@ def _export(module, args, dynamo: bool) -> onnx.ModelProto:
                 module, args, input_names=names, verbose=False
             ).model_proto
         f = io.BytesIO()
-        odt.export(module, args, f, dynamo=False, input_names=names)
+        odt.export(module, args, f, dynamo=False, input_names=names, **kwargs)
         return onnx.load_model_from_string(f.getvalue())
 
 
-def _check(module, args, dynamo: bool) -> None:
+def _check(module, args, dynamo: bool, **kwargs) -> None:
     """ORT's outputs on the export (as is, and converted for DML) equal torch's, bit for bit."""
     want = module(*args)
     want = [t.detach().numpy() for t in (want if isinstance(want, tuple) else (want,))]
-    model = _export(module, args, dynamo)
+    model = _export(module, args, dynamo, **kwargs)
     with odt.onnx_schemas():
         onnx.checker.check_model(model, full_check=True)
     feeds = {f"in{k}": a.numpy() for k, a in enumerate(args)}
@@ -216,6 +216,41 @@ def test_segment_reduce(reduce, initial, dynamo):
     """lengths with an empty segment (torch: the identity, NaN for mean, or `initial`)."""
     data = _ints((6, 3), -4, 5, 13).float()
     _check(SegmentReduce(reduce, initial), (data, torch.tensor([2, 0, 3, 1])), dynamo)
+
+
+class CumProdAlong(torch.nn.Module):
+    def __init__(self, dim):
+        super().__init__()
+        self.dim = dim
+
+    def forward(self, x):
+        return torch.cumprod(x, dim=self.dim)
+
+
+class TwoCumProds(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.rows, self.flat = CumProdAlong(1), CumProdAlong(0)
+
+    def forward(self, x, v):
+        return self.rows(x), self.flat(v)
+
+
+def test_cumprod_inside_module_functions():
+    """TorchScript's `export_modules_as_functions`: both cumprods are calls of one local
+    function, its `dim` a function attribute (`ref_attr_name`), the calls of rank 2 and 1.
+    convert inlines the calls and lowers each (issue 32: the body alone cannot be lowered)."""
+    x = _ints((3, 6), -3, 4, 5)
+    args = (x.float(), _ints((7,), -2, 3, 6).float())
+    model = _export(
+        TwoCumProds(), args, False, export_modules_as_functions={CumProdAlong}
+    )
+    assert [f.name for f in model.functions] == ["CumProdAlong"]
+    assert [n.action for n in ort_dml_ops.convert(model, "dml").report.nodes] == [
+        "lowered",
+        "lowered",
+    ]
+    _check(TwoCumProds(), args, False, export_modules_as_functions={CumProdAlong})
 
 
 def test_cumprod_exports_as_domain_cumprod():

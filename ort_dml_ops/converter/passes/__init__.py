@@ -2,15 +2,16 @@
 model, run in this order by `pipeline.run_passes`:
 
 1. `OpsetPass` — bring ai.onnx 22–26 down to one the target serves (rules/opset.py);
-2. `InferShapesPass` — onnx's shape inference, the project's domain ops read as their twins;
-3. `FoldStaticIfsPass` — inline the If nodes the declared shapes decide (rules/fold_if.py);
-4. `CollectNamesPass` — the names in use (new names avoid them);
-5. `RefuseStaticErrorsPass` — refuse a family node whose error shows without running it;
-6. `DropAllowzeroPass` — DML's whole-graph normalization (report: `normalized`);
-7. `RewritePass` — place (the Target says which EP runs the node and why) and rewrite (rules/);
-8. `CheckFallbackTypesPass` — what the Python fallback receives it can run;
-9. `FixDomainImportPass` — the project's domain imported exactly where it is used;
-10. `RestoreDeclarationsPass` — graph I/O and value_info as the input declared them.
+2. `InlineFamilyFunctionsPass` — inline the model-local functions that hold a family node;
+3. `InferShapesPass` — onnx's shape inference, the project's domain ops read as their twins;
+4. `FoldStaticIfsPass` — inline the If nodes the declared shapes decide (rules/fold_if.py);
+5. `CollectNamesPass` — the names in use (new names avoid them);
+6. `RefuseStaticErrorsPass` — refuse a family node whose error shows without running it;
+7. `DropAllowzeroPass` — DML's whole-graph normalization (report: `normalized`);
+8. `RewritePass` — place (the Target says which EP runs the node and why) and rewrite (rules/);
+9. `CheckFallbackTypesPass` — what the Python fallback receives it can run;
+10. `FixDomainImportPass` — the project's domain imported exactly where it is used;
+11. `RestoreDeclarationsPass` — graph I/O and value_info as the input declared them.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from .declarations import Declared, RestoreDeclarationsPass
 from .domain_import import FixDomainImportPass
 from .fallback_types import CheckFallbackTypesPass
 from .fold_if import FoldStaticIfsPass
+from .inline_functions import InlineFamilyFunctionsPass
 from .names import CollectNamesPass
 from .opset import OpsetPass
 from .rewrite import RewritePass
@@ -35,6 +37,7 @@ def convert_passes(state: ConvertState) -> onnx_ir.passes.PassManager:
     return onnx_ir.passes.PassManager(
         [
             OpsetPass(state),
+            InlineFamilyFunctionsPass(state),
             InferShapesPass(state),
             FoldStaticIfsPass(state),
             CollectNamesPass(state),
@@ -58,6 +61,7 @@ __all__ = [
     "FixDomainImportPass",
     "FoldStaticIfsPass",
     "InferShapesPass",
+    "InlineFamilyFunctionsPass",
     "OpsetPass",
     "RefuseStaticErrorsPass",
     "RestoreDeclarationsPass",
