@@ -16,7 +16,7 @@ from .errors import UserError
 from .writes import Interrupted
 
 #: Each name is a module ort_dml_ops.commands.<name>.
-VERBS = ("run", "inspect", "convert", "check", "demo", "bench")
+VERBS = ("run", "inspect", "convert", "tune", "check", "demo", "bench")
 
 
 class _Parser(argparse.ArgumentParser):

@@ -208,6 +208,15 @@ class Outputs:
         self._old_handlers.clear()
 
 
+def write_text(tmp: str, target: Path, text: str, what: str = "report") -> None:
+    """`text` into the temporary file `tmp` (to be renamed to `target` by Outputs.commit)."""
+    try:
+        with open(tmp, "w", encoding="utf-8") as f:
+            f.write(text)
+    except OSError as exc:
+        raise write_error(target, what, exc) from None
+
+
 def write_error(target, what: str, exc: OSError) -> UserError:
     """The one-line error for a failed write of `target`."""
     return UserError(f"{target}: cannot write the {what} ({_reason(exc)})")

@@ -96,7 +96,7 @@ def run(args) -> int:
     from ..converter.size_hints import parse_hint
     from ..modelio import data_path_for, external_data_files, load_model, write_model
     from ..progress import Progress
-    from ..writes import Outputs
+    from ..writes import Outputs, write_text
 
     src = Path(args.model)
     out = Path(args.output)
@@ -149,7 +149,7 @@ def run(args) -> int:
         if args.verify:
             report["verify"] = "ok"
         if args.report:
-            _write_text(
+            write_text(
                 outputs.temp(args.report),
                 Path(args.report),
                 json.dumps(report, indent=2) + "\n",
@@ -183,16 +183,6 @@ def run(args) -> int:
         ):  # whole-graph fixes (If folded, output declaration, allowzero)
             print(f"  graph: {line}", file=sys.stdout)
     return 0
-
-
-def _write_text(tmp: str, target: Path, text: str) -> None:
-    from ..writes import write_error
-
-    try:
-        with open(tmp, "w", encoding="utf-8") as f:
-            f.write(text)
-    except OSError as exc:
-        raise write_error(target, "report", exc) from None
 
 
 # --------------------------------------------------------------------------------------
@@ -254,12 +244,21 @@ def verify(
             f"--verify: the original model does not run on the CPU EP ({str(exc).splitlines()[0]})"
         ) from None
     b = _session(converted.SerializeToString(), uses(converted)).run(None, feeds)
+    names = [o.name for o in original.graph.output]
+    return compare_outputs(names, a, b, rtol, atol)
+
+
+def compare_outputs(
+    names: list[str], a: list, b: list, rtol: float = 1e-3, atol: float = 1e-5
+) -> list[str]:
+    """One line per output of `b` that differs from `a` (`verify`'s rule: integers and bools
+    equal, floats within rtol / atol, float16 within 1e-2, NaN equal to NaN)."""
     problems = []
-    for out, x, y in zip(original.graph.output, a, b):
+    for name, x, y in zip(names, a, b):
         x, y = np.asarray(x), np.asarray(y)
         if x.shape != y.shape or x.dtype != y.dtype:
             problems.append(
-                f"{out.name}: {x.dtype}{list(x.shape)} vs {y.dtype}{list(y.shape)}"
+                f"{name}: {x.dtype}{list(x.shape)} vs {y.dtype}{list(y.shape)}"
             )
             continue
         if np.issubdtype(x.dtype, np.floating):
@@ -269,5 +268,5 @@ def verify(
             ok = np.array_equal(x, y)
         if not ok:
             d = np.max(np.abs(x.astype(np.float64) - y.astype(np.float64)))
-            problems.append(f"{out.name}: max abs difference {d:.3g}")
+            problems.append(f"{name}: max abs difference {d:.3g}")
     return problems

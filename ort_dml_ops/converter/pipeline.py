@@ -85,11 +85,16 @@ def convert(
     with_inspect: bool = True,
     keep_external_data: bool = False,
     input_shapes: dict[str, tuple[int, ...]] | None = None,
+    node_strategies: dict[str, str] | None = None,
 ) -> ConvertResult:
     """Rewrite `model` for `target` ("dml", "cuda", "webgpu", "cpu") with `strategy`; the input is not changed.
 
     `input_shapes`: input name → dims the graph leaves symbolic, for `auto`'s estimate of what
     each option costs at those sizes (converter/size_hints.py); the model keeps its declarations.
+
+    `node_strategies`: a node's own strategy, by the name of its first output, over `strategy`:
+    one of STRATEGIES, or "rule:NAME" for that lowering rule alone (`tune` writes the option it
+    measured fastest so); names no node has are an error.
 
     A model file with external data is converted with its data left on disk (never loaded for
     the conversion or its validation). The result holds the data inline when it is small enough
@@ -120,8 +125,9 @@ def convert(
     _function_input_types(proto, model_ir)
     value_info = value_info_names(original)
     hints = size_hints(proto, dict(input_shapes or {}))
+    per_node = _check_node_strategies(proto, dict(node_strategies or {}))
     state = run_passes(
-        model_ir, target, strategy, check_indices, value_info, proto, hints
+        model_ir, target, strategy, check_indices, value_info, proto, hints, per_node
     )
     if resorted:
         state.normalized.insert(0, SORTED_NOTE)
@@ -196,6 +202,7 @@ def run_passes(
     value_info: set[str],
     light: onnx.ModelProto | None = None,
     hints: dict[str, tuple[int, ...]] | None = None,
+    node_strategies: dict[str, str] | None = None,
 ) -> ConvertState:
     """Convert `model` in place (passes/); `value_info`: the names the input declared;
     `light`: `model` serialized without its weights when the caller has it (ConvertState.light;
@@ -207,12 +214,32 @@ def run_passes(
         declared=Declared.of(model, value_info),
         light=light,
         size_hints=hints or {},
+        node_strategies=node_strategies or {},
     )
     try:
         convert_passes(state)(model)
     except onnx_ir.passes.PassError as exc:
         raise _pass_cause(exc) from None
     return state
+
+
+def _check_node_strategies(
+    proto: onnx.ModelProto, wanted: dict[str, str]
+) -> dict[str, str]:
+    """`wanted` as given, or a UserError naming the first entry that names no node output or
+    no strategy."""
+    outputs = {o for g in graphs(proto.graph) for n in g.node for o in n.output[:1]}
+    for name, how in wanted.items():
+        if name not in outputs:
+            raise UserError(
+                f"node_strategies: no node's first output is named {name!r}"
+            )
+        if how not in STRATEGIES and not how.startswith("rule:"):
+            raise UserError(
+                f"node_strategies[{name!r}]: unknown strategy {how!r}; choose one of: "
+                f"{', '.join(STRATEGIES)}, or rule:NAME"
+            )
+    return wanted
 
 
 def make_report(state: ConvertState) -> ConvertReport:

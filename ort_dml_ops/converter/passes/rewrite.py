@@ -43,6 +43,7 @@ class RewritePass(onnx_ir.passes.InPlacePass):
             for node in nodes:
                 if (onnx_domain(node.domain), node.op_type) not in FAMILY_OPS:
                     continue
+                strategy, only_rule = _node_strategy(node, s)
                 ctx = RewriteContext(
                     opset=opset,
                     target=s.target,
@@ -53,13 +54,14 @@ class RewritePass(onnx_ir.passes.InPlacePass):
                         "model_opsets": model_opsets,
                         "max_io_width": max_io_width,
                         "size_hints": s.size_hints,
+                        "only_rule": only_rule,
                     },
                     graph=graph,
                     positions=positions,
                 )
                 try:
                     s.reports.append(
-                        _convert_node(graph, node, where, ctx, s.strategy, memo)
+                        _convert_node(graph, node, where, ctx, strategy, memo)
                     )
                 except UserError:
                     raise
@@ -70,6 +72,16 @@ class RewritePass(onnx_ir.passes.InPlacePass):
             _guard(graph, opset, s, suffixes)
         modified = any(r.rewritten for r in s.reports)
         return onnx_ir.passes.PassResult(model, modified=modified)
+
+
+def _node_strategy(node: ir.Node, s: ConvertState) -> tuple[str, str | None]:
+    """The node's strategy and the one rule it may use ("rule:NAME": strategy lower with that
+    rule alone; None: any rule), from `state.node_strategies` by its first output's name."""
+    first = node.outputs[0].name if node.outputs else None
+    strategy = s.node_strategies.get(first or "", s.strategy)
+    if strategy.startswith("rule:"):
+        return "lower", strategy.removeprefix("rule:")
+    return strategy, None
 
 
 def _guard(graph, opset: int, s: ConvertState, suffixes: dict[str, int]) -> None:
@@ -124,6 +136,7 @@ def _plan(node: ir.Node, ctx: RewriteContext, strategy: str, memo: _Memo) -> _Pl
         ctx.opset,
         (
             strategy,
+            ctx.options.get("only_rule"),
             ctx.check_indices,
             ctx.options.get("max_io_width"),
             _hinted_sizes(node, ctx),
@@ -134,8 +147,11 @@ def _plan(node: ir.Node, ctx: RewriteContext, strategy: str, memo: _Memo) -> _Pl
     if plan is None:
         native, native_why = _native(node, ctx)
         refused, passing = [], None
+        only = ctx.options.get("only_rule")
         for rule in RULES:
             if not (rule.match(node) and rule.applies_to(ctx.target)):
+                continue
+            if only is not None and rule.name != only:
                 continue
             why = rule.check(node, ctx)
             if why is None:

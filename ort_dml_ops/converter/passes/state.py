@@ -35,5 +35,8 @@ class ConvertState:
     reports: list[NodeReport] = dataclasses.field(default_factory=list)
     #: value name → dims known from `convert(input_shapes=...)` (converter/size_hints.py)
     size_hints: dict[str, tuple[int, ...]] = dataclasses.field(default_factory=dict)
+    #: a node's own strategy, by the name of its first output (`convert(node_strategies=...)`):
+    #: one of the STRATEGIES, or "rule:NAME" for that rule alone (`tune` writes its choices so)
+    node_strategies: dict[str, str] = dataclasses.field(default_factory=dict)
     #: whole-graph fixes made before the rules, one line each (report: `normalized`)
     normalized: list[str] = dataclasses.field(default_factory=list)
