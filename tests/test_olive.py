@@ -8,11 +8,12 @@ import json
 import subprocess
 import sys
 
+import onnx
 import pytest
 
 pytest.importorskip("olive.workflows")
 
-from ort_dml_ops import convert, inspect, zoo
+from ort_dml_ops import DOMAIN, convert, inspect, zoo
 from ort_dml_ops.session import InferenceSession
 
 CPU = "CPUExecutionProvider"
@@ -116,3 +117,57 @@ def test_package_config_writer_refuses_existing_file(tmp_path):
         and "exists" in proc.stderr
     )
     assert target.read_text() == "mine"
+
+
+@pytest.mark.parametrize("runner", ["workflows.run", "olive run"])
+def test_olive_pass_tunes_with_its_data_config(runner, tmp_path):
+    """`tune: true`: the pass measures on the CPU EP (the provider this machine has) with the
+    data config's first item (Olive's DummyDataContainer: ones of the given shapes, valid
+    indices for ddpm_step's `t`), writes the tuned model, and its outputs on the zoo's own
+    inputs are the zoo's expected outputs (numpy). ddpm_step's CumProd is the project's op:
+    tune never leaves it on the Python fallback where a rule lowers it."""
+    from olive.workflows import run
+
+    from ort_dml_ops.olive import package_config
+
+    entry = zoo.get("ddpm_step")
+    src = tmp_path / "model.onnx"
+    src.write_bytes(entry.model_bytes())
+    inputs = entry.inputs()
+    data_config = {
+        "name": "ones",
+        "type": "DummyDataContainer",
+        "load_dataset_config": {
+            "input_shapes": [list(v.shape) for v in inputs.values()],
+            "input_names": list(inputs),
+            "input_types": [str(v.dtype) for v in inputs.values()],
+        },
+        "dataloader_config": {"batch_size": None},
+    }
+    workflow = _workflow(src, tmp_path, tune=True, tune_provider="cpu", tune_repeats=2)
+    workflow["data_configs"] = [data_config]
+    workflow["passes"]["dml"]["data_config"] = "ones"
+    if runner == "workflows.run":
+        run(workflow, package_config=package_config())
+    else:
+        (tmp_path / "workflow.json").write_text(json.dumps(workflow))
+        (tmp_path / "pkg.json").write_text(json.dumps(package_config()))
+        subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "olive",
+                "run",
+                "--config",
+                str(tmp_path / "workflow.json"),
+            ]
+            + ["--package-config", str(tmp_path / "pkg.json")],
+            check=True,
+            capture_output=True,
+        )
+    out = _output_model(tmp_path)
+    tuned = onnx.load(out)
+    assert ("CumProd", DOMAIN) not in {(n.op_type, n.domain) for n in tuned.graph.node}
+    got = InferenceSession(str(out), providers=[CPU]).run(None, inputs)
+    assert entry.matches(got), entry.compare(got)
+    assert src.read_bytes() == entry.model_bytes()

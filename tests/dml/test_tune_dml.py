@@ -1,0 +1,104 @@
+"""`ort-dml-ops tune --provider dml` on the real DirectML EP: the command itself runs in the
+lane's Windows CPython (onnxruntime-directml under Wine, lavapipe as the "GPU"), one guest
+process per model, with the model's own inputs. The choices are whatever the lane measures;
+asserted: each is the measured fastest of the options that ran, the tune's own check passed
+(the tuned model on DML against the original on the CPU EP), and the tuned model, run on the
+lane as users run it (ORT's defaults, DML graph fusion on), gives torch's outputs
+(tests/real_models.py).
+
+`--inputs-on host`: on the lane a DML OrtValue made outside the session removes the device
+(vkd3d; minimal repro in docs/dml-lane.md), so the options' inputs are bound on the host.
+
+Three models in `make test`; the whole real-export corpus is the `full` sweep.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import tempfile
+from pathlib import Path
+
+import numpy as np
+import onnx
+import pytest
+
+from dml_lane.driver import Case, guest_import_root, lane_dir, run_cases
+from tests.real_models import NAMES, get
+from tests.test_tune import assert_choices_are_fastest, family_count
+
+pytestmark = pytest.mark.dml
+QUICK = ["pyg_gcn_conv", "survival_cumprod", "roberta_position_ids"]
+AS_USERS_RUN = {"graph_optimization_level": "ORT_ENABLE_ALL"}
+
+
+def _guest_path(path: Path) -> str:
+    return "Z:" + str(path.resolve())
+
+
+def _tune_on_lane(name: str, folder: Path) -> tuple[int, str, dict | None, Path]:
+    """(exit code, the guest's output, the report, the tuned model's path)."""
+    m = get(name)
+    src, out, report = (
+        folder / f"{name}.onnx",
+        folder / f"{name}.tuned.onnx",
+        folder / f"{name}.json",
+    )
+    onnx.save(m.load(), src)
+    args = []
+    for key, value in m.inputs.items():
+        npy = folder / f"{name}.{key}.npy"
+        np.save(npy, value)
+        args += ["--input", f"{key}={_guest_path(npy)}"]
+    env = dict(os.environ, DML_LANE_PYTHONPATH=str(guest_import_root(folder)))
+    proc = subprocess.run(
+        [str(lane_dir() / "run.sh"), "-m", "ort_dml_ops", "tune", _guest_path(src)]
+        + ["-o", _guest_path(out), *args, "--provider", "dml", "--inputs-on", "host"]
+        + ["--repeats", "2", "--report", _guest_path(report)],
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        env=env,
+        timeout=900,
+        check=False,
+    )
+    text = (proc.stdout + proc.stderr).replace(b"\0", b"").decode("utf-8", "replace")
+    loaded = json.loads(report.read_text()) if report.is_file() else None
+    return proc.returncode, text, loaded, out
+
+
+def _check(names: list[str], lane_ready) -> None:
+    with tempfile.TemporaryDirectory(prefix="ortdmlops-tune-") as tmp:
+        folder = Path(tmp)
+        tuned = {}
+        for name in names:
+            rc, text, report, out = _tune_on_lane(name, folder)
+            assert rc == 0 and report is not None, f"{name}: {text[-2000:]}"
+            assert (
+                report["provider"] == "DmlExecutionProvider" and report["check"] == "ok"
+            )
+            assert len(report["nodes"]) == family_count(get(name).load())
+            assert_choices_are_fastest(report)
+            tuned[name] = onnx.load(out)
+        cases = [
+            Case(
+                n,
+                tuned[n],
+                get(n).inputs,
+                session_options=AS_USERS_RUN,
+                use_fallback=True,
+            )
+            for n in names
+        ]
+        for name, result in zip(names, run_cases(cases, sessions_per_process=2)):
+            assert result.ok, (name, result.stage, result.error)
+            assert get(name).compare(result.outputs) == [], name
+
+
+def test_tune_on_the_lane(lane_ready):
+    _check(QUICK, lane_ready)
+
+
+@pytest.mark.full
+def test_tune_every_real_export_on_the_lane(lane_ready):
+    _check([n for n in NAMES if n not in QUICK], lane_ready)
