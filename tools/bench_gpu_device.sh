@@ -14,6 +14,10 @@
 #              is GPU time), prints the Vulkan devices, runs the bench and writes
 #              bench-webgpu-gpu.json and .md into $OUT (or the current directory).
 #   Default bench args: --full --sizes 1e5,1e6,1e7 --reps 7 --budget 60
+#   3. there, for `tune` (docs/tune.md): bash tools/bench_gpu_device.sh [--wheels DIR] --tune MODEL
+#              [tune args, e.g. --input x=x.npy ... or --random-inputs] runs
+#              `ort-dml-ops tune MODEL --provider webgpu` on the hardware adapter and writes
+#              tune-gpu.onnx and tune-gpu.json (the report docs/performance.md would record) into $OUT.
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 if [ "${1:-}" = "--fetch-wheels" ]; then
@@ -45,6 +49,11 @@ echo "Vulkan devices:"; echo "$devices" | sed 's/^/  /'
 if ! echo "$devices" | grep -qv -i -E 'llvmpipe|lavapipe|swiftshader|no Vulkan device'; then
   echo "bench_gpu_device: no hardware Vulkan device (only: $devices); is the GPU's Vulkan driver installed?" >&2
   exit 1
+fi
+if [ "${1:-}" = "--tune" ]; then
+  model=${2:?usage: --tune MODEL [tune args]}; shift 2
+  "$V/bin/ort-dml-ops" tune "$model" -o "$out/tune-gpu.onnx" --provider webgpu --report "$out/tune-gpu.json" "$@"
+  exit 0
 fi
 args=("$@"); [ ${#args[@]} -eq 0 ] && args=(--full --sizes 1e5,1e6,1e7 --reps 7 --budget 60)
 "$V/bin/ort-dml-ops" bench --target webgpu "${args[@]}" --json > "$out/bench-webgpu-gpu.json"

@@ -95,6 +95,53 @@ def _check(names: list[str], lane_ready) -> None:
             assert get(name).compare(result.outputs) == [], name
 
 
+#: the lane finding behind `--inputs-on host` (docs/dml-lane.md): x + x on DML, x bound as a DML
+#: OrtValue made from numpy, then (a new process) bound on the host as the control
+REPRO = """
+import sys, numpy as np, onnx.helper as h, onnxruntime as ort
+from onnx import TensorProto as T
+g = h.make_graph([h.make_node("Add", ["x", "x"], ["y"])], "g",
+                 [h.make_tensor_value_info("x", T.FLOAT, [6])], [h.make_tensor_value_info("y", T.FLOAT, [6])])
+m = h.make_model(g, opset_imports=[h.make_opsetid("", 17)], ir_version=8)
+so = ort.SessionOptions(); so.enable_mem_pattern = False
+s = ort.InferenceSession(m.SerializeToString(), so, providers=[("DmlExecutionProvider", {"device_id": "0"})])
+io = s.io_binding()
+io.bind_ortvalue_input("x", ort.OrtValue.ortvalue_from_numpy(np.arange(6, dtype=np.float32), sys.argv[1], 0))
+io.bind_output("y", "dml", 0)
+try:
+    s.run_with_iobinding(io)
+    print("RESULT", io.copy_outputs_to_cpu()[0].tolist())
+except Exception as e:
+    print("RESULT error", str(e).splitlines()[0][-40:])
+"""
+
+
+def _repro(where: str, folder: Path) -> str:
+    script = folder / "repro.py"
+    script.write_text(REPRO)
+    proc = subprocess.run(
+        [str(lane_dir() / "run.sh"), _guest_path(script), where],
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        timeout=300,
+        check=False,
+    )
+    text = proc.stdout.replace(b"\0", b"").decode("utf-8", "replace")
+    return next(line for line in text.splitlines() if line.startswith("RESULT"))
+
+
+def test_a_dml_ortvalue_from_python_removes_the_device_on_the_lane(
+    lane_ready, tmp_path
+):
+    """Recorded emulator finding (why the lane's tune binds inputs on the host): on the lane,
+    an input bound as a DML OrtValue made from numpy removes the device (DXGI 887A0005) at the
+    first run; the same input bound on the host gives x + x. On Windows a D3D12 device is one
+    per adapter and process, so this is expected to be vkd3d's; when this test fails, the lane
+    can measure with inputs on the device."""
+    assert "887A0005" in _repro("dml", tmp_path)
+    assert _repro("cpu", tmp_path) == "RESULT [0.0, 2.0, 4.0, 6.0, 8.0, 10.0]"
+
+
 def test_tune_on_the_lane(lane_ready):
     _check(QUICK, lane_ready)
 
