@@ -112,9 +112,15 @@ def tune(
     say("converting with the measured choices")
     result = convert(original, target, node_strategies=choices, with_inspect=False)
     say(f"checking the result on {provider} against the original on the CPU EP")
-    _check(reference, result.model, feeds, provider)
+    try:
+        tuned_run = measure.prepare(result.model, provider, feeds, inputs_on)
+    except Exception as exc:  # noqa: BLE001 - ORT's own error, one line for the user
+        raise UserError(
+            f"the tuned model does not run on {provider} ({str(exc).splitlines()[0]})"
+        ) from None
+    _check(reference, tuned_run.session, feeds)
     say("timing the whole model")
-    whole = _whole(original, result.model, feeds, provider, repeats, inputs_on)
+    whole = _whole(original, tuned_run, feeds, provider, repeats, inputs_on)
     return TuneResult(
         result.model,
         {
@@ -133,25 +139,20 @@ def tune(
     )
 
 
-def _check(
-    reference: onnx.ModelProto,
-    tuned: onnx.ModelProto,
-    feeds: dict[str, np.ndarray],
-    provider: str,
-) -> None:
-    """The tuned model's outputs on `provider` (where it will run: a node left as it is may
-    have a kernel only there) equal the reference's on the CPU EP, within `convert --verify`'s
-    tolerance; a UserError says which differ."""
+def _check(reference: onnx.ModelProto, tuned, feeds: dict[str, np.ndarray]) -> None:
+    """The tuned model's outputs from its session on the provider (where it will run: a node
+    left as it is may have a kernel only there) equal the reference's on the CPU EP, within
+    `convert --verify`'s tolerance; a UserError says which differ."""
     from ..session import InferenceSession
 
     want = InferenceSession(reference, providers=["CPUExecutionProvider"]).run(
         None, feeds
     )
     try:
-        got = measure.session(tuned, provider).run(None, feeds)
+        got = tuned.run(None, feeds)
     except Exception as exc:  # noqa: BLE001 - ORT's own error, one line for the user
         raise UserError(
-            f"the tuned model does not run on {provider} ({str(exc).splitlines()[0]})"
+            f"the tuned model does not run ({str(exc).splitlines()[0]})"
         ) from None
     names = [o.name for o in reference.graph.output]
     problems = compare_outputs(names, want, got)
@@ -234,12 +235,18 @@ def _measure(
                 "error": str(exc).splitlines()[0] if str(exc) else type(exc).__name__,
             }
             continue
+        kernels = prepared[opt.name].kernels
+        # ORT inserts Memcpy nodes only between EPs: a one-EP option needs no profiled run
+        memcpy = (
+            measure.copies(opt.model, provider, feeds, inputs_on)
+            if len(kernels) > 1
+            else 0
+        )
         rows[opt.name] = {
             "option": opt.name,
             "strategy": opt.strategy,
-            "kernels": prepared[opt.name].kernels,
-            "copies": prepared[opt.name].transfers
-            + measure.copies(opt.model, provider, feeds, inputs_on),
+            "kernels": kernels,
+            "copies": prepared[opt.name].transfers + memcpy,
             "bound_on": prepared[opt.name].bound_on,
         }
     if not prepared:
@@ -260,7 +267,7 @@ def _measure(
 
 def _whole(
     original: onnx.ModelProto,
-    tuned: onnx.ModelProto,
+    tuned_run: measure.Prepared,
     feeds: dict[str, np.ndarray],
     provider: str,
     repeats: int,
@@ -270,7 +277,6 @@ def _whole(
     runs on the provider. An original the EP fails on (the DML EP's failures can leave the
     device removed for the rest of the process) is reported, and the tuned model's own time
     was taken before it was tried."""
-    tuned_run = measure.prepare(tuned, provider, feeds, inputs_on)
     alone = measure.medians({"tuned": tuned_run}, repeats)["tuned"]
     out: dict = {
         "tuned_us": round(alone["median_s"] * 1e6, 1),

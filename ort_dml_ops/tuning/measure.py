@@ -21,6 +21,7 @@ import os
 import tempfile
 import warnings
 from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 import onnx
@@ -48,6 +49,9 @@ class Prepared:
     #: inputs and outputs ORT moves between the bound device and the EP that reads or writes
     #: them (outside its Memcpy nodes: `utils::CopyInputsAcrossDevices` and its outputs' twin)
     transfers: int
+    #: the session itself (plain `run` too: the tuned model's check reuses it, since on the
+    #: DML lane every session holds its memory until the process ends)
+    session: Any
 
 
 def prepare(
@@ -75,7 +79,7 @@ def prepare(
     # their declarations (ORT checks a bound output's shape against them from then on)
     run()
     run()
-    return Prepared(run, kernels, bound_on, transfers)
+    return Prepared(run, kernels, bound_on, transfers, session)
 
 
 def _transfers(
@@ -100,11 +104,6 @@ def _transfers(
     return count + sum(
         1 for o in model.graph.output if writer.get(o.name, outputs_on) != outputs_on
     )
-
-
-def session(model: onnx.ModelProto, provider: str):
-    """A session on `provider` (the CPU EP behind it), as the options are timed in."""
-    return _session(model, provider, quiet_session_options(log_severity_level=4))
 
 
 def _session(model: onnx.ModelProto, provider: str, so: ort.SessionOptions):

@@ -161,6 +161,10 @@ def _plan(node: ir.Node, ctx: RewriteContext, strategy: str, memo: _Memo) -> _Pl
         costs = cost.for_node(node, ctx, native, lowerable=passing is not None)
         costly = _native_costlier(node, ctx) if strategy == "auto" and native else None
         cpu_cheaper = cost.cheaper_on_cpu(costs) if strategy == "auto" else None
+        if passing is not None and passing.action == "cast":
+            # a cast rule is the target's own kernel between two to four elementwise Casts:
+            # no lowering's kernels or passes for the CPU path to beat
+            cpu_cheaper = None
         if cpu_cheaper and not _cpu_kernel_exists(node, ctx):
             cpu_cheaper = None
         plan = _Plan(

@@ -14,6 +14,7 @@ from .cumprod_native import CumProdToOnnx
 from .cumsum_cast import CumSumCast
 from .cumsum_scan import CumSumScan
 from .emitter import Emitter
+from .narrow import NarrowToInt32
 from .scatter import ScatterLowering
 
 #: (domain, op_type) of every node convert() considers
@@ -33,6 +34,7 @@ RULES: tuple[Rule, ...] = (
     CumProdToOnnx(),
     CumProdLowering(),
     CumSumCast(),
+    NarrowToInt32(),
     CumSumScan(),
     ScatterLowering(),
 )
