@@ -9,7 +9,8 @@ lane as users run it (ORT's defaults, DML graph fusion on), gives torch's output
 `--inputs-on host`: on the lane a DML OrtValue made outside the session removes the device
 (vkd3d; minimal repro in docs/dml-lane.md), so the options' inputs are bound on the host.
 
-Three models in `make test`; the whole real-export corpus is the `full` sweep.
+Three models in `make test`; the rest of the real-export corpus is the `full` sweep, but for
+`LANE_MEMORY`'s model (see there).
 """
 
 from __future__ import annotations
@@ -30,6 +31,12 @@ from tests.test_tune import assert_choices_are_fastest, family_count
 
 pytestmark = pytest.mark.dml
 QUICK = ["pyg_gcn_conv", "survival_cumprod", "roberta_position_ids"]
+#: Under vkd3d every DML session holds ~0.5-0.8 GB until its process ends (docs/performance.md,
+#: "`tune` on the lanes": 12 one-Add sessions, 6.5 GB with or without `del`). This model's four
+#: distinct scatters take 14 sessions in one guest process: it passes alone (measured, 2026-11-28:
+#: all 47 exports in one run of this file), but beside CI's other test worker the machine
+#: thrashed and the run passed 15 minutes. Its tune is checked on the CPU EP and on WebGPU.
+LANE_MEMORY = {"scatter_reduce_torchscript"}
 AS_USERS_RUN = {"graph_optimization_level": "ORT_ENABLE_ALL"}
 
 
@@ -59,7 +66,7 @@ def _tune_on_lane(name: str, folder: Path) -> tuple[int, str, dict | None, Path]
         stdin=subprocess.DEVNULL,
         capture_output=True,
         env=env,
-        timeout=900,
+        timeout=1800,  # run.sh may first wait for the lane's lock (another lane test)
         check=False,
     )
     text = (proc.stdout + proc.stderr).replace(b"\0", b"").decode("utf-8", "replace")
@@ -148,4 +155,4 @@ def test_tune_on_the_lane(lane_ready):
 
 @pytest.mark.full
 def test_tune_every_real_export_on_the_lane(lane_ready):
-    _check([n for n in NAMES if n not in QUICK], lane_ready)
+    _check([n for n in NAMES if n not in QUICK and n not in LANE_MEMORY], lane_ready)
