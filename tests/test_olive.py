@@ -31,6 +31,23 @@ def _workflow(model_path, out_dir, **pass_options) -> dict:
     }
 
 
+def _olive_run_command(workflow: dict, tmp_path) -> None:
+    """`olive run` on `workflow`, as a user runs it: the package config written by
+    `python -m ort_dml_ops.olive`, then Olive's own command."""
+    (tmp_path / "workflow.json").write_text(json.dumps(workflow))
+    subprocess.run(
+        [sys.executable, "-m", "ort_dml_ops.olive", str(tmp_path / "pkg.json")],
+        check=True,
+    )
+    olive = [sys.executable, "-m", "olive", "run", "--config"]
+    olive += [
+        str(tmp_path / "workflow.json"),
+        "--package-config",
+        str(tmp_path / "pkg.json"),
+    ]
+    subprocess.run(olive, check=True, capture_output=True)
+
+
 def _output_model(out_dir):
     found = sorted((out_dir / "out").rglob("*.onnx"))
     assert found, f"no model under {out_dir / 'out'}"
@@ -83,22 +100,7 @@ def test_olive_run_command(tmp_path):
     src.write_bytes(entry.model_bytes())
     # strategy lower: at the zoo's small sizes auto keeps segment_max on ORT's CPU kernel
     workflow = _workflow(src, tmp_path, strategy="lower")
-    (tmp_path / "workflow.json").write_text(json.dumps(workflow))
-    subprocess.run(
-        [sys.executable, "-m", "ort_dml_ops.olive", str(tmp_path / "pkg.json")],
-        check=True,
-    )
-    olive = [
-        sys.executable,
-        "-m",
-        "olive",
-        "run",
-        "--config",
-        str(tmp_path / "workflow.json"),
-        "--package-config",
-        str(tmp_path / "pkg.json"),
-    ]
-    subprocess.run(olive, check=True, capture_output=True)
+    _olive_run_command(workflow, tmp_path)
     _check(entry, _output_model(tmp_path), strategy="lower")
 
 
@@ -150,21 +152,7 @@ def test_olive_pass_tunes_with_its_data_config(runner, tmp_path):
     if runner == "workflows.run":
         run(workflow, package_config=package_config())
     else:
-        (tmp_path / "workflow.json").write_text(json.dumps(workflow))
-        (tmp_path / "pkg.json").write_text(json.dumps(package_config()))
-        subprocess.run(
-            [
-                sys.executable,
-                "-m",
-                "olive",
-                "run",
-                "--config",
-                str(tmp_path / "workflow.json"),
-            ]
-            + ["--package-config", str(tmp_path / "pkg.json")],
-            check=True,
-            capture_output=True,
-        )
+        _olive_run_command(workflow, tmp_path)
     out = _output_model(tmp_path)
     tuned = onnx.load(out)
     assert ("CumProd", DOMAIN) not in {(n.op_type, n.domain) for n in tuned.graph.node}

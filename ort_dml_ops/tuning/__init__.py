@@ -77,7 +77,7 @@ def tune(
     original = load_model(model)
     nodes = family_nodes(original)
     say("running the model once on the CPU EP")
-    reference = _runnable_on_cpu(original, feeds)
+    reference, want = _reference(original, feeds)
     values = node_inputs(reference, feeds, nodes)
     constant_names = set(constants(original))
     types = _inferred_types(original)
@@ -118,7 +118,7 @@ def tune(
         raise UserError(
             f"the tuned model does not run on {provider} ({str(exc).splitlines()[0]})"
         ) from None
-    _check(reference, tuned_run.session, feeds)
+    _check(reference, want, tuned_run.session, feeds)
     say("timing the whole model")
     whole = _whole(original, tuned_run, feeds, provider, repeats, inputs_on)
     return TuneResult(
@@ -139,15 +139,12 @@ def tune(
     )
 
 
-def _check(reference: onnx.ModelProto, tuned, feeds: dict[str, np.ndarray]) -> None:
+def _check(
+    reference: onnx.ModelProto, want: list, tuned, feeds: dict[str, np.ndarray]
+) -> None:
     """The tuned model's outputs from its session on the provider (where it will run: a node
-    left as it is may have a kernel only there) equal the reference's on the CPU EP, within
-    `convert --verify`'s tolerance; a UserError says which differ."""
-    from ..session import InferenceSession
-
-    want = InferenceSession(reference, providers=["CPUExecutionProvider"]).run(
-        None, feeds
-    )
+    left as it is may have a kernel only there) equal `want`, the reference's on the CPU EP,
+    within `convert --verify`'s tolerance; a UserError says which differ."""
     try:
         got = tuned.run(None, feeds)
     except Exception as exc:  # noqa: BLE001 - ORT's own error, one line for the user
@@ -163,26 +160,28 @@ def _check(reference: onnx.ModelProto, tuned, feeds: dict[str, np.ndarray]) -> N
         )
 
 
-def _runnable_on_cpu(
+def _reference(
     model: onnx.ModelProto, feeds: dict[str, np.ndarray]
-) -> onnx.ModelProto:
-    """`model`, or where ORT's CPU EP has no kernel for one of its family nodes (float16
+) -> tuple[onnx.ModelProto, list]:
+    """(the model the capture runs and the tuned model is checked against, its outputs on the
+    CPU EP): `model`, or where ORT's CPU EP has no kernel for one of its family nodes (float16
     scatter add / mul) the model with those on the Python fallback (`convert(strategy=
-    "fallback")`, the node outputs keep their names): what the capture runs and the tuned
-    model is checked against."""
+    "fallback")`, the node outputs keep their names)."""
     from ..session import InferenceSession
 
+    quiet = measure.quiet_session_options(log_severity_level=4)
     try:
-        quiet = measure.quiet_session_options(log_severity_level=4)
-        InferenceSession(
+        session = InferenceSession(
             model, providers=["CPUExecutionProvider"], sess_options=quiet
-        ).run(None, feeds)
-        return model
+        )
+        return model, session.run(None, feeds)
     except UserError:
         raise
     except Exception:  # noqa: BLE001 - ORT's own error: try the fallback, else say why
         pass
-    return convert(model, "cpu", strategy="fallback", with_inspect=False).model
+    fallback = convert(model, "cpu", strategy="fallback", with_inspect=False).model
+    session = InferenceSession(fallback, providers=["CPUExecutionProvider"])
+    return fallback, session.run(None, feeds)
 
 
 def _provider(name: str) -> str:

@@ -94,10 +94,7 @@ def _source_range(v: ir.Value, depth: int) -> tuple[int, int] | None:
     if op == "Cast":
         return value_range(node.inputs[0], depth + 1)
     if op == "ConstantOfShape":
-        attr = node.attributes.get("value")
-        value = (
-            0 if attr is None else int(np.asarray(attr.value.numpy()).reshape(-1)[0])
-        )
+        value = _fill_value(node)
         return value, value
     if op in _SAME_VALUES:
         return value_range(node.inputs[0], depth + 1)
@@ -108,6 +105,12 @@ def _source_range(v: ir.Value, depth: int) -> tuple[int, int] | None:
             return None
         return min(r[0] for r in ranges if r), max(r[1] for r in ranges if r)
     return None
+
+
+def _fill_value(node: ir.Node) -> int:
+    """A ConstantOfShape's fill value (0 when it has no `value`)."""
+    attr = node.attributes.get("value")
+    return 0 if attr is None else int(np.asarray(attr.value.numpy()).reshape(-1)[0])
 
 
 def narrow(e: Emitter, v: ir.Value, depth: int = 0) -> ir.Value | None:
@@ -132,10 +135,7 @@ def narrow(e: Emitter, v: ir.Value, depth: int = 0) -> ir.Value | None:
         source = node.inputs[0]
         return None if source is None else narrow(e, source, depth + 1)
     if op == "ConstantOfShape":
-        attr = node.attributes.get("value")
-        value = (
-            0 if attr is None else int(np.asarray(attr.value.numpy()).reshape(-1)[0])
-        )
+        value = _fill_value(node)
         return e.op(
             "ConstantOfShape",
             node.inputs[0],
