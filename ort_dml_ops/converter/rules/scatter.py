@@ -27,7 +27,9 @@ is an int when the graph knows it and otherwise comes from `Shape` / `Size` at r
    run's position (every other slot goes to a dummy position M, sliced off), so A[m] names
    the update that lands on m, 0 where none does. Add, mul and integer max / min: output =
    data op (the scan's output at A — the op's identity at the lead item); float max / min
-   and none: a gather from [data; results] at `Where(A > 0, M + result index, m)`;
+   and none: a gather from [data; results] at `Where(A > 0, M + result index, m)` — where
+   M + K < 2^24 is static, at `Max(B, m)` with B the unpooled slots numbered from M on (one
+   kernel, not three); without a reduction the positions are int64, MaxUnpool's own type;
 4. guard (`scatter_guard.py`; on by default, `check_indices=False` drops it): the run fails,
    as ONNX Runtime's kernel does, when an index is outside [−dim, dim) — ReduceMin / ReduceMax of the indices
    decide a shape that the final Reshape refuses (a GPU Gather does not fail on a bad index
@@ -164,13 +166,31 @@ class ScatterLowering(Rule):
             else indices
         )
         clean = scatter_clean.applies(ctx.target, data.dtype, M)
+        # positions are int32 gather indices (M + K < 2^31, guarded); without a reduction and
+        # with K known they only feed the write's MaxUnpool, which takes int64: computed so, no
+        # Cast (a kernel; a count known at run time pads them first, which int32 halves)
+        static_k = all(isinstance(d, int) for d in idims)
+        lean_none = red == "none" and not clean and static_k
+        pos_type = np.int64 if lean_none else np.int32
         if node.op_type == "ScatterND":
-            pos, K, ok = positions_nd(e, idx, idims, ddims, ctx.check_indices, clean)
+            pos, K, ok = positions_nd(
+                e, idx, idims, ddims, ctx.check_indices, clean, pos_type
+            )
         else:
             axis = attr_int(node, "axis", 0) % len(ddims)
             pos, K, ok = positions_elements(
-                e, idx, idims, ddims, axis, ctx.check_indices, clean, not clean
+                e,
+                idx,
+                idims,
+                ddims,
+                axis,
+                ctx.check_indices,
+                clean,
+                not clean,
+                pos_type,
             )
+        if pos.dtype is None:  # what later steps read to choose their own dtypes
+            pos.dtype = ir.DataType.from_numpy(np.dtype(pos_type))
         # the flags go to the graph's one guard (scatter_guard.guard_graph): the index range
         # on the device (the clean variant computes it on the CPU), the rest on the CPU
         device_ok = None if clean else ok
@@ -277,16 +297,17 @@ def positions_elements(
     check: bool,
     host: bool = False,
     flat: bool = True,
+    pos_type: type = np.int32,
 ) -> tuple[ir.Value, Size, ir.Value | None]:
-    """Flat int32 positions of the updates (1-D; in the indices' shape where not `flat`), K and
-    the index guard."""
+    """Flat positions of the updates (`pos_type`; 1-D, in the indices' shape where not `flat`),
+    K and the index guard."""
     rank = len(ddims)
     # a stride is 0 only for empty data, where K is 0 too; Range refuses a 0 step, so ≥ 1
     strides = [
         sizes.maximum(e, sizes.product(e, ddims[d + 1 :]), 1) for d in range(rank)
     ]
     table = sizes.iota(
-        e, ddims[axis], np.int32, step=strides[axis]
+        e, ddims[axis], pos_type, step=strides[axis]
     )  # arange(dim) · stride
     # negative indices count from the end, as in ONNX (Gather and GatherElements both)
     if flat:
@@ -317,7 +338,7 @@ def positions_elements(
             continue
         shape = [1] * rank
         shape[d] = -1
-        term = e.reshape(sizes.iota(e, idims[d], np.int32, step=strides[d]), shape)
+        term = e.reshape(sizes.iota(e, idims[d], pos_type, step=strides[d]), shape)
         base = term if base is None else e.op("Add", base, term)
     if base is not None:
         pos = e.op("Add", pos, base)
@@ -333,6 +354,7 @@ def positions_nd(
     ddims: list[Size],
     check: bool,
     host: bool = False,
+    pos_type: type = np.int32,
 ) -> tuple[ir.Value, Size, ir.Value | None]:
     q = idims[-1]
     assert isinstance(q, int)  # check() refuses a symbolic coordinate count
@@ -346,7 +368,7 @@ def positions_nd(
         stride = sizes.maximum(
             e, sizes.product(e, ddims[j + 1 :]), 1
         )  # 0 only for empty data
-        comp = e.take(sizes.iota(e, ddims[j], np.int32, step=stride), col)
+        comp = e.take(sizes.iota(e, ddims[j], pos_type, step=stride), col)
         tup = comp if tup is None else e.op("Add", tup, comp)
         if check:
             check_j = in_range(e, col, ddims[j], host, count=T)
@@ -357,6 +379,6 @@ def positions_nd(
         pos = e.op(
             "Add",
             e.reshape(tup, [-1, 1]),
-            e.reshape(sizes.iota(e, R, np.int32), [1, -1]),
+            e.reshape(sizes.iota(e, R, pos_type), [1, -1]),
         )
     return e.reshape(pos, [-1]), sizes.mul(e, T, R), ok

@@ -61,11 +61,13 @@ def in_range(
     (two reads of K integers, nothing written at full size).
 
     `host`: a bool flag computed on the CPU (the int64 indices are reduced there: no WebGPU
-    kernel reduces int64; see `both`). Otherwise the device's answer is an int64 **excess**,
-    max(hi, −1 − lo) − dim, negative exactly when the indices are in range (−1 − lo does not
-    overflow for any int64): no bool on the device, where the lane read garbage from a Cast of
-    the last of a long chain of And-ed flags (piper's 61, docs/dml-lane.md). Before opset 12
-    (no integer Max) the excess is 0 or −1 from the two compares."""
+    kernel reduces int64; see `both`). Otherwise the device's answer is an int64 **overrun**,
+    max(hi, −1 − lo) − (dim − 1): how far the worst index reaches past the last valid one, at
+    least 1 when an index is out of range, at most 0 when none is (−1 − lo does not overflow for
+    any int64) — the `ends` of the Slice that takes it to the host (`to_host`). No bool on the
+    device, where the lane read garbage from a Cast of the last of a long chain of And-ed flags
+    (piper's 61, docs/dml-lane.md). Before opset 12 (no integer Max) the overrun is 1 or 0 from
+    the two compares."""
     lo = e.op("ReduceMin", idx, keepdims=0)
     hi = e.op("ReduceMax", idx, keepdims=0)
     if host:
@@ -75,21 +77,26 @@ def in_range(
         )
         assert ok is not None  # both flags given
         return ok
+    static = count if isinstance(count, int) else static_numel(idx)
+    some = static is not None and static > 0
     if e.opset >= 12:
-        # (at least −1: ORT's reductions of no index are INT64_MIN / INT64_MAX, and the excess
-        # must not wrap)
-        worst = e.op("Max", e.op("Max", hi, e.op("Sub", e.i64(-1), lo)), e.i64(-1))
-        excess = e.reshape(e.op("Sub", worst, sizes.on_device(e, dim)), [1])
+        # With at least one index, lo <= hi makes max(hi, −1 − lo) >= 0 and nothing wraps. With
+        # none, ORT's reductions give INT64_MIN / INT64_MAX: the worst is then held at −1 so
+        # that the overrun cannot wrap (a kernel only where the count may be 0)
+        worst = e.op("Max", hi, e.op("Sub", e.i64(-1), lo))
+        if not some:
+            worst = e.op("Max", worst, e.i64(-1))
+        last = sizes.on_device(e, sizes.sub(e, dim, 1))
+        overrun = e.reshape(e.op("Sub", worst, last), [1])
     else:
         below = e.op("Less", lo, sizes.on_device(e, sizes.sub(e, 0, dim)))
         ok = e.op("And", e.op("Not", below), e.op("Less", hi, sizes.on_device(e, dim)))
-        excess = e.reshape(e.op("Where", ok, e.i64([-1]), e.i64([0])), [1])
-    static = count if isinstance(count, int) else static_numel(idx)
-    if static is not None and static > 0:
-        return excess
-    # no index at all (a count known only at run time may be 0): then the excess is made
-    # negative, min(excess, count − 1); with indices, count − 1 ≥ 0 keeps any excess ≥ 0 as it
-    # is. On the lane, piper's spline ScatterNDs with no update at run time got an excess of 11
+        overrun = e.reshape(e.op("Where", ok, e.i64([0]), e.i64([1])), [1])
+    if some:
+        return overrun
+    # no index at all (a count known only at run time may be 0): then the overrun is made
+    # at most 0, min(overrun, count); with indices, count ≥ 1 keeps any overrun ≥ 1 as it is.
+    # On the lane, piper's spline ScatterNDs with no update at run time got an excess of 11
     # or garbage from the DML EP inside its fused graph (the CPU EP: −2) and failed the run; a
     # ReduceMin / ReduceMax of an empty int64 input alone gives 0 on both EPs, so the cause is
     # not minimized (docs/dml-lane.md) — the guard no longer depends on what it is
@@ -97,10 +104,10 @@ def in_range(
         count = static
     elif count is None:
         count = e.reshape(e.op("Size", idx), [1])
-    floor = sizes.on_device(e, sizes.sub(e, count, 1))
+    floor = sizes.on_device(e, count)
     if e.opset >= 12:
-        return e.op("Min", excess, floor)
-    return e.op("Where", e.op("Less", excess, floor), excess, floor)
+        return e.op("Min", overrun, floor)
+    return e.op("Where", e.op("Less", overrun, floor), overrun, floor)
 
 
 def static_numel(v: ir.Value) -> int | None:
@@ -114,7 +121,7 @@ def static_numel(v: ir.Value) -> int | None:
 
 
 def worse(e: Emitter, a: ir.Value | None, b: ir.Value | None) -> ir.Value | None:
-    """The larger of two device excesses (`in_range`; either may be None: no check)."""
+    """The larger of two device overruns (`in_range`; either may be None: no check)."""
     if a is None or b is None:
         return a if b is None else b
     if e.opset >= 12:
@@ -122,24 +129,23 @@ def worse(e: Emitter, a: ir.Value | None, b: ir.Value | None) -> ir.Value | None
     return e.op("Where", e.op("Less", a, b), b, a)
 
 
-def to_host(e: Emitter, excess: ir.Value) -> ir.Value:
-    """Whether the device-side excess (`in_range`, [1] int64) is negative, as a CPU bool, through
-    ONE host copy: min(max(excess + 1, 0), 1) — 0 when in range — is the shape input of an Expand of
-    one element, an input the DML EP reads from CPU memory, so ORT copies it there; that
-    tensor's Shape is CPU-side again. Everything downstream (the size checks, the Where that
-    picks each output's shape) then reads only CPU tensors, and ORT keeps it on the CPU
-    (fallback_cpu_capability.cc) instead of copying shapes to the device and back. Expand, not
-    ConstantOfShape: the DML EP registers ConstantOfShape at 9 and 21 only, so in an opset-20
-    model it ran on the CPU and its output went back to the device for the Shape (two copies,
-    measured on the real-export corpus); Expand's last version is 13."""
-    if e.opset >= 12:  # clamped to [0, 1]: an index far out of range is a huge excess
-        length = e.op(
-            "Min", e.op("Max", e.op("Add", excess, e.i64([1])), e.i64([0])), e.i64([1])
-        )
-    else:
-        length = e.op("Where", e.op("Less", excess, e.i64([0])), e.i64([0]), e.i64([1]))
+def to_host(e: Emitter, overrun: ir.Value) -> ir.Value:
+    """Whether the device-side overrun (`in_range`, [1] int64) is at most 0, as a CPU bool,
+    through ONE host copy: the overrun is the `ends` of a Slice of one element from 0, an input
+    the DML EP reads from CPU memory, so ORT copies it there; the Slice clamps it (ONNX Slice: a
+    negative end counts from the end, then ends are clamped to [0, 1]), so its length is 1 when
+    the overrun is at least 1, 0 when it is at most 0, however large; that tensor's Shape is
+    CPU-side again. Everything downstream (the size checks, the Where that picks each output's
+    shape) then reads only CPU tensors, and ORT keeps it on the CPU (fallback_cpu_capability.cc)
+    instead of copying shapes to the device and back.
+
+    The Slice clamps for free: an Expand to a length needed Add, Max and Min to bring the value
+    into [0, 1] first — two kernels more, each a dispatch and a compiled node (issue 28). Not a
+    Range(overrun, 0, δ) either: the DML EP gives it one element where ONNX gives none for a start
+    above the limit (measured on the lane, docs/dml-lane.md)."""
     one = e.const(np.ones(1, dtype=np.float32))
-    return e.op("Equal", e.op("Shape", e.op("Expand", one, length)), e.i64([0]))
+    piece = e.op("Slice", one, e.i64([0]), overrun)
+    return e.op("Equal", e.op("Shape", piece), e.i64([0]))
 
 
 #: graph.meta key: the (device flag, host flag) pairs the graph's lowered scatters registered
@@ -166,8 +172,8 @@ def checked_updates(e: Emitter, updates: ir.Value, shape_ok: ir.Value) -> ir.Val
 
 
 def register(e: Emitter, device: ir.Value | None, host: ir.Value | None) -> None:
-    """Record a lowered scatter's checks for `guard_graph`: `device`, the index range's excess
-    computed on the device (`in_range`: negative when the run may go on), `host`, a bool flag
+    """Record a lowered scatter's checks for `guard_graph`: `device`, the index range's overrun
+    computed on the device (`in_range`: at most 0 when the run may go on), `host`, a bool flag
     computed on the CPU (sizes, the updates' shape; True: the run may go on)."""
     if device is None and host is None:
         return
@@ -178,7 +184,7 @@ def guard_graph(e: Emitter, host_spelling: bool) -> list[ir.Node]:
     """One guard for every flag the graph's rewrites registered: the nodes to append to the graph
     (its outputs renamed through them), or none where nothing registered a flag.
 
-    The device excesses (`in_range`) meet in one ReduceMax on the device and reach the host
+    The device overruns (`in_range`) meet in one ReduceMax on the device and reach the host
     through ONE copy (`to_host`); the host flags join them there. Every graph output the graph computes is then passed through
     `Reshape(x, Where(ok, Shape(out), BAD_DIM))`, where x is the output before any view op
     (`_VIEW_OPS`), so the guard cannot be fused away; Shape and Where are on the CPU, and a
@@ -191,15 +197,15 @@ def guard_graph(e: Emitter, host_spelling: bool) -> list[ir.Node]:
     if not flags:
         return []
     host = None
-    excesses = [d for d, _ in flags if d is not None]
+    overruns = [d for d, _ in flags if d is not None]
     for _, h in flags:
         host = both(e, host, h, host_spelling)
-    # the device excesses: one Concat and one ReduceMax, however many scatters registered one
+    # the device overruns: one Concat and one ReduceMax, however many scatters registered one
     device = None
-    if len(excesses) == 1:
-        device = excesses[0]
-    elif excesses:
-        device = e.op("ReduceMax", e.op("Concat", *excesses, axis=0), keepdims=1)
+    if len(overruns) == 1:
+        device = overruns[0]
+    elif overruns:
+        device = e.op("ReduceMax", e.op("Concat", *overruns, axis=0), keepdims=1)
     ok = to_host(e, device) if device is not None else None
     ok = both(e, ok, host, host_spelling)
     assert ok is not None  # register() records no empty pair

@@ -93,32 +93,51 @@ def continues(
     return e.op("Equal", spos, before), e.op("Equal", spos, after)
 
 
-def unpool_slots(e: Emitter, target: ir.Value, K: Size, M: Size) -> ir.Value:
+def unpool_slots(
+    e: Emitter,
+    target: ir.Value,
+    K: Size,
+    M: Size,
+    start: int = 1,
+    dummy: bool = True,
+) -> ir.Value:
     """A[m] = s where slot s (sorted update s − 1) targets m, 0 where none does ([M] float32).
 
-    `target` (int32, K items) holds a position or M (the dummy, sliced off). Where K is only
+    `target` (int32 or int64, K items) holds a position or M (the dummy, sliced off). Where K is only
     known at run time it may be 0, and MaxUnpool refuses an empty input: one more slot, aimed at
-    the dummy like every slot that is not written."""
+    the dummy like every slot that is not written. `start`: the number of the first slot (the
+    write of `scatter_write.scatter_flat` numbers them from M on). `dummy=False`: no slot aims at
+    M; where K <= M is known, the unpooled output is then M long and needs no Slice."""
     n_slots = K
     if not isinstance(K, int):
-        target = e.op(
-            "Pad", target, e.i64([0, 1]), sizes.scalar(e, M, np.int32), mode="constant"
-        )
+        # padded before the Cast to int64 (a Pad of int32 writes half the bytes)
+        wide = target.dtype == ir.DataType.INT64
+        fill = sizes.scalar(e, M, np.int64 if wide else np.int32)
+        target = e.op("Pad", target, e.i64([0, 1]), fill, mode="constant")
         n_slots = sizes.add(e, K, 1)
-    slots = e.reshape(sizes.iota(e, n_slots, np.float32, start=1), [1, 1, -1])
+    target = _int64(e, target)
+    slots = e.reshape(sizes.iota(e, n_slots, np.float32, start=start), [1, 1, -1])
+    exact = not dummy and isinstance(K, int) and isinstance(M, int) and K <= M
     # MaxUnpool's output may not be shorter than its input
-    L = sizes.maximum(e, sizes.add(e, M, 1), n_slots)
+    L = M if exact else sizes.maximum(e, sizes.add(e, M, 1), n_slots)
     unpooled = e.op(
         "MaxUnpool",
         slots,
-        e.reshape(e.cast(target, ir.DataType.INT64), [1, 1, -1]),
+        e.reshape(target, [1, 1, -1]),
         sizes.concat(e, [1, 1, L]),
         kernel_shape=[1],
         strides=[1],
     )
+    if exact:
+        return e.reshape(unpooled, [-1])
     return e.op(
         "Slice", e.reshape(unpooled, [-1]), e.i64([0]), sizes.tensor(e, M), e.i64([0])
     )
+
+
+def _int64(e: Emitter, x: ir.Value) -> ir.Value:
+    """x as int64 (MaxUnpool's indices): a Cast unless it is int64 already."""
+    return x if x.dtype == ir.DataType.INT64 else e.cast(x, ir.DataType.INT64)
 
 
 def at_slots(e: Emitter, x: ir.Value, A: ir.Value, lead: ir.Value) -> ir.Value:

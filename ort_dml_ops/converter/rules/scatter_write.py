@@ -265,24 +265,35 @@ def scatter_flat(
             )
             fold = (op, scanned)
         target = e.op("Where", is_last, spos, sizes.on_device(e, M, np.int32))
-    A = unpool_slots(e, target, K, M)
     if fold is not None:
-        # add, mul and integer max/min: data op (its run's fold, or the op's identity where no
+        # add, mul and integer max / min: data op (its run's fold, or the op's identity where no
         # update lands — x op identity == x bit for bit), one Gather at the slot number itself
         op, scanned = fold
+        A = unpool_slots(e, target, K, M)
         contrib = e.take(scanned, e.cast(A, ir.DataType.INT32))
         return e.op(op, flat, contrib)
+    # float max / min and none: a Gather from [data; results] (no float Where: it would turn
+    # -0.0 into +0.0) at M + (result index) where an update lands, at m where none does
+    source = e.op("Concat", flat, result, axis=0)
+    if isinstance(M, int) and isinstance(K, int) and M + K + 1 < 2**24:
+        # the slots numbered from M on are their own Gather index (sorted update i at M + i,
+        # M + 1 + i with the lead item): 0 where no update lands, and Max with m, which is
+        # below M, picks m there and the slot elsewhere — exact in float32 below 2^24
+        B = unpool_slots(e, target, K, M, start=M + lead, dummy=red != "none")
+        idx = e.op("Max", B, sizes.iota(e, M, np.float32))
+        return e.take(source, e.cast(idx, ir.DataType.INT32))
+    # sizes known at run time (or past float32's integers): slot A >= 1 is sorted update A − 1,
+    # at M + A − 1, or at M + A where the results have the lead item (int32 indices, K < 2^24
+    # guarded: a float -> int32 Cast, never a 64-bit one)
+    A = unpool_slots(e, target, K, M)
     mark = e.op("Greater", A, e.const(np.float32(0)))
-    # int32 indices (K < 2^24): a float -> int32 Cast, never a 64-bit one. The write is a Gather
-    # from [data; results] (no float Where: it would turn -0.0 into +0.0); slot A ≥ 1 is
-    # sorted update A − 1, at M + A − 1, or at M + A where the results have the lead item.
     src = e.op(
         "Add",
         e.cast(A, ir.DataType.INT32),
         sizes.on_device(e, sizes.sub(e, M, 1 - lead), np.int32),
     )
     idx = e.op("Where", mark, src, sizes.iota(e, M, np.int32))
-    return e.take(e.op("Concat", flat, result, axis=0), idx)
+    return e.take(source, idx)
 
 
 #: integer types the DML EP's CumSum takes (dml kernel table): the prefix-sum add

@@ -157,6 +157,25 @@ def test_scatter_pass_figures_are_what_the_lowered_graph_writes(
     assert round(measured, 1) == table[reduction][1 if symbolic else 0]
 
 
+@pytest.mark.parametrize("symbolic", [False, True], ids=["static", "symbolic"])
+@pytest.mark.parametrize("kind", list(cost.SCATTER_KERNELS))
+def test_scatter_kernel_figures_are_what_inspect_counts(kind, symbolic):
+    """The report's lowered-scatter kernels (cost.SCATTER_KERNELS, what `auto` weighs with the
+    dispatch cost) are the non-view kernels `inspect` places on the DML EP for the graph convert
+    emits, index guard included, counted as tools/lowering_budget.py counts them (300 × 300)."""
+    from ort_dml_ops.bench import budget
+
+    dtype, red = {
+        "int_max_min": ("int32", "max"),
+        "int_add": ("int32", "add"),
+        "int_mul": ("int32", "mul"),
+    }.get(kind, ("float32", kind))
+    case = budget.OpCase("ScatterElements", dtype, symbolic, red)
+    row = budget.measure_op(case, "dml", passes=False)
+    assert row.action == "lowered" and row.added == row.kernels
+    assert row.added == cost.SCATTER_KERNELS[kind][1 if symbolic else 0]
+
+
 def _symbolic_scatter(reduction: str):
     return elements_model(["rows", "cols"], ["rows", "cols"], 1, reduction, np.float32)
 

@@ -530,12 +530,14 @@ def test_scatter_nd_symbolic(reduction):
         np.testing.assert_allclose(y, want, rtol=1e-6, atol=1e-6)
 
 
+@pytest.mark.parametrize("reduction", ["add", "none"])
 @pytest.mark.parametrize("axis", [0, 1])
-@pytest.mark.parametrize("bad", [3, 7, -4, -6])  # beyond either end, and in [-2n, -n-1]
-def test_guard_is_on_by_default_and_fails_the_run(axis, bad):
+# beyond either end, in [-2n, -n-1], and int64's own ends (the guard's excess must not wrap)
+@pytest.mark.parametrize("bad", [3, 7, -4, -6, 2**63 - 1, -(2**63)])
+def test_guard_is_on_by_default_and_fails_the_run(axis, bad, reduction):
     """An out-of-range index fails the run (ORT's kernel does too), on every axis, whatever the
     CPU EP's Gather would do on its own; --no-check-indices drops the guard (and says so)."""
-    m = elements_model([3, 3], [2, 3], axis, "add", np.float32)
+    m = elements_model([3, 3], [2, 3], axis, reduction, np.float32)
     feeds = {
         "data": np.zeros((3, 3), np.float32),
         "indices": np.zeros((2, 3), np.int64),
@@ -547,6 +549,8 @@ def test_guard_is_on_by_default_and_fails_the_run(axis, bad):
         )  # ORT's own kernel refuses
     r = lowered(m)
     assert "run-time guard" in r.report.nodes[0].note
+    # in range at both ends: -3 and 2 (row 0 and row 1 land on distinct elements)
+    feeds["indices"] = np.array([[-3, -3, -3], [2, 2, 2]], np.int64)
     (y,) = run_cpu(r.model, feeds)
     (want,) = run_cpu(m, feeds)
     np.testing.assert_array_equal(y, want)
