@@ -142,15 +142,14 @@ def _scatternd_max(name, dshape, rows, seed=2):
 def _models():
     """(name, original model, feeds, numpy reference)."""
     return [
-        _cumprod(
-            "cumprod_blocked", [3, 35], {"exclusive": 1}, 1
-        ),  # 7 blocks of 5 columns, then a chain of 7
-        _cumprod(
-            "cumprod_chain_op13", [3, 5, 8], {"reverse": 1}, -1, opset=13
-        ),  # one chain
+        # small static CumProds: the doubling scan (Pad with negative pads, Mul; cumprod.py)
+        _cumprod("cumprod_doubling", [3, 35], {"exclusive": 1}, 1),
+        _cumprod("cumprod_doubling_op13", [3, 5, 8], {"reverse": 1}, -1, opset=13),
         _cumprod(
             "cumprod26_to_21", [3, 45], {}, 1, opset=26, onnx_op=True
-        ),  # opset 26 -> 21, blocks of 3, 3, chain of 5
+        ),  # opset 26 -> 21
+        # 2^20 elements: passes outweigh kernels, the blocked scan (blocks of 4, 9 levels)
+        _cumprod("cumprod_blocked", [4, 2**18], {"exclusive": 1, "reverse": 1}, 1),
         _scatter_elements(
             "scatter_add_op17", [5, 7], [5, 3], "add", 17, unique=False
         ),  # duplicates
@@ -165,8 +164,9 @@ def _models():
         _scatter_elements(
             "scatter_min_op16_k40", [6, 8], [6, 40], "min", 16, unique=False
         ),
-        # Wine 8 lane: float32 Mul of [40, 1, 1] columns (a multiple of 4 elements, vec4 shader)
-        _cumprod("cumprod_blocked_4x40", [4, 40], {"exclusive": 1}, 1),
+        # Wine 8 lane: float32 Mul of [40, 1, 1] columns (a multiple of 4 elements, vec4 shader);
+        # the doubling scan now
+        _cumprod("cumprod_4x40", [4, 40], {"exclusive": 1}, 1),
         _cumsum_f64("cumsum_f64_cast", [3, 7]),  # Wine 8 lane: no 64-bit Cast compiled
     ]
 

@@ -4,7 +4,9 @@ The same radix scan with a fixed block width (16, or 4 on strided columns) and t
 computed at run time (`scan_symbolic`): two (four) levels of chains, then Hillis–Steele doubling
 steps on the remaining block totals, which are 256 times smaller than x. Exact (the same op
 applications, reassociated) for every length < 2^31; the node count does not depend on the
-length. Where the other dims are symbolic too, a doubling scan on x itself (`scan_doubling`).
+length. Where the other dims are symbolic too, a doubling scan on x itself (`scan_doubling`):
+on DML each forward step is one Pad with a negative end pad and the op (`shift`), two kernels
+where a Pad and a Slice made three.
 """
 
 from __future__ import annotations
@@ -194,29 +196,78 @@ def _hillis_steele(
     steps: int,
 ) -> ir.Value:
     """`steps` steps y = y ⊕ shift(y, 2^k) along `axis` of the rank-`rank` x, whose length
-    there is the [1] int64 `n`: each shift a Pad with `ident` then a Slice, the pad width
-    clipped to n, so the steps never pad more than the axis holds."""
-    # Pad's pads are every dim's start, then every dim's end: the shift's width goes to the
-    # axis's start (its end, reversed), zeros everywhere else
-    before = rank + axis if reverse else axis
-    after = 2 * rank - before - 1
-
-    def shift(t: ir.Value, s: int) -> ir.Value:
-        w = e.op("Min", e.i64([s]), n)
-        parts = [e.i64([0] * before)] if before else []
-        parts.append(w)
-        if after:
-            parts.append(e.i64([0] * after))
-        padded = e.pad(t, e.op("Concat", *parts, axis=0), ident)
-        if reverse:
-            return e.op(
-                "Slice", padded, w, e.op("Add", w, n), e.i64([axis]), dtype=dtype
-            )
-        return e.op("Slice", padded, e.i64([0]), n, e.i64([axis]), dtype=dtype)
-
+    there is the [1] int64 `n`: each shift pads `ident` in at one end, the width clipped to n,
+    so the steps never pad more than the axis holds (`shift`)."""
     y = x
     for k in range(steps):
-        y = e.op(op, y, shift(y, 2**k), dtype=dtype)
+        y = e.op(
+            op, y, shift(e, y, 2**k, n, axis, rank, ident, reverse, dtype), dtype=dtype
+        )
     if exclusive:
-        y = shift(y, 1)
+        y = shift(e, y, 1, n, axis, rank, ident, reverse, dtype)
     return y
+
+
+def crops(e: Emitter) -> bool:
+    """Whether the target's Pad takes a negative pad at a dim's END (ONNX Pad-11 on: a negative
+    pad removes elements). The DML EP does (measured on the lane: a Pad of [0, 3, 0, −3] gives
+    ORT's CPU EP's values); a negative pad at a dim's START it does not (the whole output is the
+    pad value: docs/dml-lane.md), so a reverse shift keeps its Pad and Slice. The WebGPU plugin
+    is not asked: it keeps the Pad and Slice."""
+    return e.ctx.target == "dml" and e.opset >= 11
+
+
+def shift(
+    e: Emitter,
+    t: ir.Value,
+    s: int,
+    n: ir.Value | int,
+    axis: int,
+    rank: int,
+    ident: ir.Value,
+    reverse: bool,
+    dtype: ir.DataType,
+) -> ir.Value:
+    """t moved by s along `axis` (towards its end; its start where `reverse`), `ident` filling
+    in, the width clipped to the axis length n (a [1] int64 or an int): ONE Pad where the target
+    takes a negative end pad and the shift is forward (the width in at the start, out at the end:
+    a kernel and a pass fewer per step, issue 28), else a Pad, then a Slice back to n."""
+    # Pad's pads are every dim's start, then every dim's end: the width goes to the axis's
+    # start (its end, reversed), zeros everywhere else
+    w: ir.Value | int = min(s, n) if isinstance(n, int) else e.op("Min", e.i64([s]), n)
+    if crops(e) and not reverse:
+        into, out_of = axis, rank + axis
+        if isinstance(w, int):
+            pads = [0] * (2 * rank)
+            pads[into], pads[out_of] = w, -w
+            return e.pad(t, pads, ident)
+        neg = e.op("Neg", w)
+        parts = []
+        for d in range(2 * rank):
+            parts.append(w if d == into else neg if d == out_of else e.i64([0]))
+        return e.pad(t, e.op("Concat", *parts, axis=0), ident)
+    before = rank + axis if reverse else axis
+    after = 2 * rank - before - 1
+    if isinstance(w, int) and isinstance(n, int):  # constant pads and bounds
+        padded = e.pad(t, [0] * before + [w] + [0] * after, ident)
+        start = w if reverse else 0
+        return e.op(
+            "Slice",
+            padded,
+            e.i64([start]),
+            e.i64([start + n]),
+            e.i64([axis]),
+            dtype=dtype,
+        )
+    wt = e.i64([w]) if isinstance(w, int) else w
+    nt = e.i64([n]) if isinstance(n, int) else n
+    parts = [e.i64([0] * before)] if before else []
+    parts.append(wt)
+    if after:
+        parts.append(e.i64([0] * after))
+    padded = e.pad(t, e.op("Concat", *parts, axis=0), ident)
+    if reverse:
+        return e.op(
+            "Slice", padded, wt, e.op("Add", wt, nt), e.i64([axis]), dtype=dtype
+        )
+    return e.op("Slice", padded, e.i64([0]), nt, e.i64([axis]), dtype=dtype)

@@ -70,6 +70,8 @@ WEBGPU_CLEAN_SCATTER_PASSES = {
 WEBGPU_CLEAN_SCATTER_COPIES = 1
 #: the blocked Mul / Add scans (CumProd, WebGPU's CumSum) at [1000, 1000] float32, every kernel
 SCAN_PASSES = 7.5
+#: ... and where the axis is one chain on x itself (a Split, the links' slices, a Concat)
+CHAIN_PASSES = 3.0
 
 #: non-view kernels the DML EP runs for one lowered scatter, index guard included, (static,
 #: every dim symbolic), counted with `inspect` by tools/lowering_budget.py on 2-D data with as

@@ -2,6 +2,13 @@
 the blocked scan of blockscan.py with Mul, laid out at convert time for a static axis length and
 with run-time block counts for a symbolic one (the module's docstring says how).
 
+Where every dim is static and the target's Pad takes negative pads (DML), the doubling scan is
+the other option: ⌈log2 n⌉ steps y = y · shift(y, 2^k), each ONE Pad and one Mul (a Pad, a
+Slice and a Mul in a reverse scan: the DML EP's Pad mishandles a negative start pad) — fewer
+kernels than the blocked scan's Splits, chains and Concats, more full-size passes. Each
+kernel is a dispatch on a GPU, each pass a read and write of the tensor (issue 28): the one
+`cost.DEVICE` estimates cheaper is emitted, and the report says which and why.
+
 The axis must be a constant and the rank known. Never Exp/Log. Integers are exact (wrapping
 multiplication is associative); floats differ from the sequential reference only by rounding:
 see docs/convert.md for the bound.
@@ -9,9 +16,12 @@ see docs/convert.md for the bound.
 
 from __future__ import annotations
 
+import math
+
 import onnx_ir as ir
 
 from ..._domain import DOMAIN
+from . import cost
 from ._base import (
     Refusal,
     Rewrite,
@@ -21,9 +31,13 @@ from ._base import (
     const_array,
     static_shape,
 )
-from .blockscan import scan_plan, scan_static
-from .blockscan_symbolic import scan_symbolic
+from .blockscan import op_identity, scan_plan, scan_static
+from .blockscan_symbolic import crops, scan_symbolic, shift
 from .emitter import Emitter
+
+#: ops that only relabel a tensor (no kernel worth a dispatch), and constants, left out of a
+#: plan's kernel count (bench/passes.py VIEWS, the same list)
+_NOT_KERNELS = ("Reshape", "Squeeze", "Unsqueeze", "Flatten", "Identity", "Constant")
 
 #: dtypes the Mul-based lowering supports (ONNX Mul-14 type set minus bool).
 SUPPORTED = {
@@ -97,8 +111,94 @@ class CumProdLowering(Rule):
                 e, x, shape, axis, "Mul", exclusive, reverse, x.dtype, max_width=width
             )
         else:
-            y = scan_static(
-                e, x, shape, axis, "Mul", exclusive, reverse, x.dtype, max_width=width
-            )
-            note = f"axis length {n}: {scan_plan(shape, axis, max_width=width)}"
+            doubling = _doubling_choice(ctx, x, shape, axis, exclusive, reverse, width)
+            if doubling is not None:
+                y = _doubling(e, x, n, axis, len(shape), exclusive, reverse, x.dtype)
+                note = f"axis length {n}: {doubling}"
+            else:
+                y = scan_static(
+                    e,
+                    x,
+                    shape,
+                    axis,
+                    "Mul",
+                    exclusive,
+                    reverse,
+                    x.dtype,
+                    max_width=width,
+                )
+                note = f"axis length {n}: {scan_plan(shape, axis, max_width=width)}"
         return e.done([y], note)
+
+
+def _doubling(
+    e: Emitter,
+    x: ir.Value,
+    n: int,
+    axis: int,
+    rank: int,
+    exclusive: bool,
+    reverse: bool,
+    dtype: ir.DataType,
+) -> ir.Value:
+    """The doubling scan on x along a static axis of n ≥ 2: ⌈log2 n⌉ steps, shifts by Pad."""
+    one = e.scalar(op_identity("Mul", dtype), dtype)
+    y = x
+    for k in range(math.ceil(math.log2(n))):
+        y = e.op(
+            "Mul", y, shift(e, y, 2**k, n, axis, rank, one, reverse, dtype), dtype=dtype
+        )
+    if exclusive:
+        y = shift(e, y, 1, n, axis, rank, one, reverse, dtype)
+    return y
+
+
+def _doubling_choice(
+    ctx: RewriteContext,
+    x: ir.Value,
+    shape: list[int | None],
+    axis: int,
+    exclusive: bool,
+    reverse: bool,
+    width: int | None,
+) -> str | None:
+    """Why the doubling scan is the cheaper plan for this node, or None where the blocked one is
+    (or where the sizes are not all known, or the target's Pad takes no negative pads).
+
+    Both are counted, not guessed: the blocked plan's kernels by laying it out on a scratch
+    graph; its passes are `cost.SCAN_PASSES` (measured; `cost.CHAIN_PASSES` for one chain); the
+    doubling plan's are its shifts' and Muls' (`shift`), each writing the whole tensor."""
+    n = shape[axis]
+    if n is None or n < 2 or any(d is None for d in shape):
+        return None
+    scratch_ctx = RewriteContext(
+        opset=ctx.opset, target=ctx.target, options=ctx.options
+    )
+    if not crops(Emitter(scratch_ctx, "probe")):
+        return None
+    assert x.dtype is not None  # check() refused an unknown type
+    scratch = Emitter(scratch_ctx, "count")
+    probe = ir.Value(name="x", shape=ir.Shape(list(shape)))
+    probe.dtype = x.dtype
+    scan_static(
+        scratch, probe, shape, axis, "Mul", exclusive, reverse, x.dtype, max_width=width
+    )
+    blocked_kernels = sum(1 for nd in scratch.nodes if nd.op_type not in _NOT_KERNELS)
+    plan = scan_plan(shape, axis, max_width=width)
+    blocked_passes = cost.CHAIN_PASSES if plan == "single chain" else cost.SCAN_PASSES
+    steps = math.ceil(math.log2(n))
+    per_shift = 2 if reverse else 1  # a reverse shift is a Pad and a Slice (`shift`)
+    kernels = (1 + per_shift) * steps + per_shift * int(exclusive)
+    passes = float(kernels)
+    full_bytes = math.prod(d for d in shape if d is not None) * int(x.dtype.itemsize)
+    mine = cost.DEVICE.device_us(kernels, passes, full_bytes, 0)
+    blocked = cost.DEVICE.device_us(blocked_kernels, blocked_passes, full_bytes, 0)
+    if mine >= blocked:
+        return None
+    return (
+        f"doubling scan, {steps} steps of {'Pad, Slice' if reverse else 'Pad (negative pads)'}"
+        f" and Mul: {kernels} kernels, "
+        f"{passes:g} passes, estimated {mine:.0f} µs; the blocked scan ({plan}): "
+        f"{blocked_kernels} kernels, {blocked_passes:g} passes, {blocked:.0f} µs "
+        "(rules/cost.py DeviceModel)"
+    )
