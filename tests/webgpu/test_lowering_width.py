@@ -87,13 +87,18 @@ def _reference(op, x, axis, exclusive, reverse):
 @pytest.mark.parametrize("op", ["CumProd", "CumSum"])
 @pytest.mark.parametrize("shape,axis", SHAPES)
 def test_no_split_or_concat_wider_than_the_target_allows(op, shape, axis):
-    out = convert(_model(op, shape, axis), "webgpu", strategy="lower").model
+    result = convert(_model(op, shape, axis), "webgpu", strategy="lower")
+    out = result.model
     onnx.checker.check_model(out, full_check=True)
-    assert 0 < _widest(out) <= WIDTH == 8
+    # a blocked scan within the limit, or (small CumProds) the doubling scan: no Split at all
+    doubling = "doubling scan" in result.report.nodes[0].note
+    assert (0 if doubling else 1) <= _widest(out) <= WIDTH == 8
+    assert doubling == (_widest(out) == 0)
 
 
 def test_other_targets_keep_their_wide_blocks():
-    out = convert(_model("CumProd", [1000, 32], 0), "dml", strategy="lower").model
+    # 16 MB: passes outweigh kernels, so the blocked scan (cumprod.py) — wide on DML
+    out = convert(_model("CumProd", [1000, 4096], 0), "dml", strategy="lower").model
     assert (
         _widest(out) > 8
     )  # the DML layout is unchanged: blocks of about sqrt(1000) slices

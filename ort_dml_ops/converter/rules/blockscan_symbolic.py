@@ -5,8 +5,8 @@ computed at run time (`scan_symbolic`): two (four) levels of chains, then Hillis
 steps on the remaining block totals, which are 256 times smaller than x. Exact (the same op
 applications, reassociated) for every length < 2^31; the node count does not depend on the
 length. Where the other dims are symbolic too, a doubling scan on x itself (`scan_doubling`):
-on DML each forward step is one Pad with a negative end pad and the op (`shift`), two kernels
-where a Pad and a Slice made three.
+each step is one Pad with a negative pad and the op where the target takes it (`crops`: WebGPU;
+DML for a forward scan), two kernels where a Pad and a Slice made three.
 """
 
 from __future__ import annotations
@@ -208,13 +208,17 @@ def _hillis_steele(
     return y
 
 
-def crops(e: Emitter) -> bool:
-    """Whether the target's Pad takes a negative pad at a dim's END (ONNX Pad-11 on: a negative
-    pad removes elements). The DML EP does (measured on the lane: a Pad of [0, 3, 0, −3] gives
-    ORT's CPU EP's values); a negative pad at a dim's START it does not (the whole output is the
-    pad value: docs/dml-lane.md), so a reverse shift keeps its Pad and Slice. The WebGPU plugin
-    is not asked: it keeps the Pad and Slice."""
-    return e.ctx.target == "dml" and e.opset >= 11
+def crops(e: Emitter, reverse: bool = False) -> bool:
+    """Whether the target's Pad takes the negative pad a shift needs (ONNX Pad-11 on: a negative
+    pad removes elements) — at the axis's end for a forward shift, at its start for a reverse one.
+    Measured, one-node Pads of [0, 3, 0, −3] and [0, −3, 0, 3] on [4, 10] and their rank-3 forms
+    against ORT's CPU EP: the WebGPU plugin gives its values for both; the DML EP for an end pad
+    only — a negative start pad makes its whole output the pad value (docs/dml-lane.md)."""
+    if e.opset < 11:
+        return False
+    if e.ctx.target == "webgpu":
+        return True
+    return e.ctx.target == "dml" and not reverse
 
 
 def shift(
@@ -230,13 +234,14 @@ def shift(
 ) -> ir.Value:
     """t moved by s along `axis` (towards its end; its start where `reverse`), `ident` filling
     in, the width clipped to the axis length n (a [1] int64 or an int): ONE Pad where the target
-    takes a negative end pad and the shift is forward (the width in at the start, out at the end:
-    a kernel and a pass fewer per step, issue 28), else a Pad, then a Slice back to n."""
+    takes the negative pad (`crops`: the width in at one end, out at the other — a kernel and a
+    pass fewer per step, issue 28), else a Pad, then a Slice back to n."""
     # Pad's pads are every dim's start, then every dim's end: the width goes to the axis's
     # start (its end, reversed), zeros everywhere else
     w: ir.Value | int = min(s, n) if isinstance(n, int) else e.op("Min", e.i64([s]), n)
-    if crops(e) and not reverse:
-        into, out_of = axis, rank + axis
+    if crops(e, reverse):
+        into = rank + axis if reverse else axis
+        out_of = axis if reverse else rank + axis
         if isinstance(w, int):
             pads = [0] * (2 * rank)
             pads[into], pads[out_of] = w, -w

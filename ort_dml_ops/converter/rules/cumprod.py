@@ -2,9 +2,9 @@
 the blocked scan of blockscan.py with Mul, laid out at convert time for a static axis length and
 with run-time block counts for a symbolic one (the module's docstring says how).
 
-Where every dim is static and the target's Pad takes negative pads (DML), the doubling scan is
-the other option: ⌈log2 n⌉ steps y = y · shift(y, 2^k), each ONE Pad and one Mul (a Pad, a
-Slice and a Mul in a reverse scan: the DML EP's Pad mishandles a negative start pad) — fewer
+Where every dim is static and the target's Pad takes negative pads (DML, WebGPU), the doubling
+scan is the other option: ⌈log2 n⌉ steps y = y · shift(y, 2^k), each ONE Pad and one Mul (a
+Pad, a Slice and a Mul in a reverse scan on DML, whose Pad mishandles a negative start pad) — fewer
 kernels than the blocked scan's Splits, chains and Concats, more full-size passes. Each
 kernel is a dispatch on a GPU, each pass a read and write of the tensor (issue 28): the one
 `cost.DEVICE` estimates cheaper is emitted, and the report says which and why.
@@ -174,7 +174,8 @@ def _doubling_choice(
     scratch_ctx = RewriteContext(
         opset=ctx.opset, target=ctx.target, options=ctx.options
     )
-    if not crops(Emitter(scratch_ctx, "probe")):
+    probe_e = Emitter(scratch_ctx, "probe")
+    if not crops(probe_e, False):
         return None
     assert x.dtype is not None  # check() refused an unknown type
     scratch = Emitter(scratch_ctx, "count")
@@ -187,7 +188,7 @@ def _doubling_choice(
     plan = scan_plan(shape, axis, max_width=width)
     blocked_passes = cost.CHAIN_PASSES if plan == "single chain" else cost.SCAN_PASSES
     steps = math.ceil(math.log2(n))
-    per_shift = 2 if reverse else 1  # a reverse shift is a Pad and a Slice (`shift`)
+    per_shift = 1 if crops(probe_e, reverse) else 2  # else a Pad and a Slice (`shift`)
     kernels = (1 + per_shift) * steps + per_shift * int(exclusive)
     passes = float(kernels)
     full_bytes = math.prod(d for d in shape if d is not None) * int(x.dtype.itemsize)
@@ -196,7 +197,7 @@ def _doubling_choice(
     if mine >= blocked:
         return None
     return (
-        f"doubling scan, {steps} steps of {'Pad, Slice' if reverse else 'Pad (negative pads)'}"
+        f"doubling scan, {steps} steps of {'Pad (negative pads)' if per_shift == 1 else 'Pad, Slice'}"
         f" and Mul: {kernels} kernels, "
         f"{passes:g} passes, estimated {mine:.0f} µs; the blocked scan ({plan}): "
         f"{blocked_kernels} kernels, {blocked_passes:g} passes, {blocked:.0f} µs "

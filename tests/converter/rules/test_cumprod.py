@@ -201,13 +201,13 @@ def test_report_names_the_scan_laid_out(shape, axis, plan):
 def test_small_static_scan_is_the_doubling_one_with_its_reason(exclusive, reverse):
     """At 5 × 1009 float32 (20 KB) a kernel costs more than a pass: the doubling scan (10 steps
     of one Pad with negative pads and one Mul) against the blocked one's 42–43 kernels, as the
-    report says; on WebGPU (no negative pads asked for) the blocked scan. Values: numpy's
-    sequential product within the association bound of docs/convert.md."""
+    report says; the same on WebGPU. Values: numpy's sequential product within the association
+    bound of docs/convert.md."""
     shape, axis = [5, 1009], 1
     r = lowered(shape, axis, exclusive, reverse)
     note = r.report.nodes[0].note
     assert note.startswith("axis length 1009: doubling scan, 10 steps of Pad"), note
-    # a reverse shift: Pad and Slice (the DML EP's Pad mishandles a negative start pad)
+    # a reverse shift on DML: Pad and Slice (its Pad mishandles a negative start pad)
     shifts = 10 + exclusive
     blocked = re.search(
         r"blocked scan \(blocks of 4, 4, 4, 4, then a chain of 4\): (\d+) ", note
@@ -225,13 +225,19 @@ def test_small_static_scan_is_the_doubling_one_with_its_reason(exclusive, revers
         domain=DOMAIN,
         inits={"axis": np.array(axis, np.int64)},
     )
-    assert "doubling" not in convert(m, "webgpu", strategy="lower").report.nodes[0].note
+    # WebGPU's Pad takes a negative pad at either end: one Pad per shift both ways
+    webgpu = convert(m, "webgpu", strategy="lower")
+    assert "10 steps of Pad (negative pads)" in webgpu.report.nodes[0].note
+    wops = [n.op_type for n in webgpu.model.graph.node]
+    assert wops.count("Pad") == 10 + exclusive and "Slice" not in wops
     rng = np.random.default_rng(5)
     x = rng.uniform(0.99, 1.01, shape).astype(np.float32)
+    (yw,) = run_cpu(webgpu.model, {"x": x})
     want = ref_cumprod(x.astype(np.float64), axis, exclusive, reverse)
     (y,) = run_cpu(r.model, {"x": x})
     n = shape[axis]
-    np.testing.assert_allclose(y, want, rtol=2 * (n + 1) * 2.0**-24, atol=0)
+    for got in (y, yw):
+        np.testing.assert_allclose(got, want, rtol=2 * (n + 1) * 2.0**-24, atol=0)
 
 
 def test_block_size():
