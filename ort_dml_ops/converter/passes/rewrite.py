@@ -346,7 +346,8 @@ def _replace(graph, node: ir.Node, rw) -> None:
     inputs = [v for v in node.inputs if v is not None]
     graph.insert_before(node, rw.nodes)
     graph.remove(node, safe=True)
-    # drop initializers / Constant nodes only the old node read (the axis, mostly)
+    # drop initializers / Constant nodes only the old node read (the axis, mostly), and a
+    # ConstantOfShape the rewrite made on the device instead (rules/scatter.py made_on_device)
     for v in inputs:
         if v.uses() or v.is_graph_output() or v.is_graph_input():
             continue
@@ -355,7 +356,8 @@ def _replace(graph, node: ir.Node, rw) -> None:
             del inits[v.name]
         elif (
             (producer := v.producer()) is not None
-            and producer.op_type == "Constant"
+            and producer.domain == ""
+            and producer.op_type in ("Constant", "ConstantOfShape")
             and not producer.outputs[0].uses()
         ):
             graph.remove(producer, safe=True)

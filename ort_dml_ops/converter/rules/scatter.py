@@ -128,6 +128,7 @@ class ScatterLowering(Rule):
         assert data is not None and indices is not None and updates is not None
         assert data.dtype is not None
         e = Emitter(ctx, node.name or node.op_type)
+        data, updates = made_on_device(e, data), made_on_device(e, updates)
         red = attr_str(node, "reduction", "none")
         idims = sizes.dims(e, indices)
         shape_ok: ir.Value | None
@@ -282,6 +283,38 @@ def _runtime_rank_dims(
     worst = e.op("ReduceMax", e.op("Abs", e.op("Sub", got, want)), keepdims=1)
     same_dims = e.op("Equal", worst, e.i64([0]))
     return ddims, e.op("And", e.op("Reshape", same_rank, e.i64([1])), same_dims)
+
+
+def made_on_device(e: Emitter, data: ir.Value) -> ir.Value:
+    """A scatter input (data or updates) that a ConstantOfShape makes, made on the device where
+    the target has no kernel for that ConstantOfShape: Expand(its value, its shape). The DML EP
+    registers ConstantOfShape at 9 and 21 only (kernel_registry.cc), so in an opset-20 model it
+    runs on the CPU and its output — a scatter's zeros or −inf, as `zeros(...).scatter_reduce_(
+    ...)` exports — is copied to the device on every run (pyg_global_max_pool: two of its
+    copies); Expand (13 on) runs there, reading its shape from CPU memory as ConstantOfShape
+    did. The same values: Expand of a 0-d fill to the shape. The ConstantOfShape goes with the
+    scatter where nothing else reads it (passes/rewrite.py `_replace`)."""
+    node = data.producer()
+    if (
+        e.ctx.target != "dml"
+        or node is None
+        or (node.domain, node.op_type) != ("", "ConstantOfShape")
+        or node.inputs[0] is None
+    ):
+        return data
+    from ..passes.rewrite import _native  # rules are imported by the pass: here, lazily
+
+    if _native(node, e.ctx)[0]:
+        return data
+    attr = node.attributes.get("value")
+    fill = (
+        np.asarray(attr.as_tensor().numpy()).reshape(())
+        if attr is not None
+        else np.zeros((), np.float32)
+    )
+    out = e.op("Expand", e.const(fill), node.inputs[0], dtype=data.dtype)
+    out.shape = data.shape  # what inference knew of the ConstantOfShape's output
+    return out
 
 
 def _show(s: Size) -> str:

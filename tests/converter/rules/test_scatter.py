@@ -784,3 +784,91 @@ def test_scatter_nd_with_a_run_time_rank_fails_where_ort_fails():
         run_cpu(_nd_unranked("add"), feeds)
     with pytest.raises(Exception, match=r"(?i)IndexOrSizeOutOfRange|out of"):
         run_cpu(r.model, feeds)
+
+
+def _zeros_then_scatter_max(opset: int, extra_output: bool = False) -> onnx.ModelProto:
+    """y = ConstantOfShape(Shape(x), −inf).scatter(max) as torch exports
+    `full(..., -inf).scatter_reduce_(…, "amax")`; optionally z = Relu(x), which no scatter
+    reaches."""
+    from onnx import TensorProto, helper, numpy_helper
+
+    nodes = [
+        helper.make_node("Shape", ["x"], ["shape"]),
+        helper.make_node(
+            "ConstantOfShape",
+            ["shape"],
+            ["start"],
+            value=numpy_helper.from_array(np.array([-np.inf], np.float32)),
+        ),
+        helper.make_node(
+            "ScatterElements",
+            ["start", "indices", "x"],
+            ["y"],
+            axis=0,
+            reduction="max",
+            name="the_scatter",
+        ),
+    ]
+    outputs = [helper.make_tensor_value_info("y", TensorProto.FLOAT, [6, 3])]
+    if extra_output:
+        nodes.append(helper.make_node("Relu", ["x"], ["z"]))
+        outputs.append(helper.make_tensor_value_info("z", TensorProto.FLOAT, [6, 3]))
+    graph = helper.make_graph(
+        nodes,
+        "g",
+        [
+            helper.make_tensor_value_info("x", TensorProto.FLOAT, [6, 3]),
+            helper.make_tensor_value_info("indices", TensorProto.INT64, [6, 3]),
+        ],
+        outputs,
+    )
+    return helper.make_model(
+        graph, opset_imports=[helper.make_opsetid("", opset)], ir_version=10
+    )
+
+
+@pytest.mark.parametrize("opset", [18, 20])
+def test_constant_of_shape_data_is_made_on_the_device_where_dml_lacks_it(opset):
+    """At opset 20 the DML EP has no ConstantOfShape kernel (it registers 9 and 21): the lowered
+    scatter makes its data with Expand on the device instead of copying the CPU's each run, and
+    the ConstantOfShape goes; at opset 18 (a DML kernel) it stays. Either way one copy per run,
+    the guard's flag (inspect; before this, opset 20 paid a second). Values: ORT's CPU kernel
+    on the original, bit for bit."""
+    from ort_dml_ops import inspect
+
+    m = _zeros_then_scatter_max(opset)
+    r = convert(m, "dml", strategy="lower")
+    ops = {t for _, t in op_types(r.model)}
+    assert ("ConstantOfShape" in ops) == (opset != 20)
+    assert inspect(r.model, "dml").copies == 1
+    rng = np.random.default_rng(3)
+    feeds = {
+        "x": rng.normal(size=(6, 3)).astype(np.float32),
+        "indices": rng.integers(-6, 6, (6, 3)),
+    }
+    (want,) = run_cpu(m, feeds)
+    (got,) = run_cpu(r.model, feeds)
+    np.testing.assert_array_equal(got.view(np.uint32), want.view(np.uint32))
+
+
+def test_outputs_no_lowered_scatter_reaches_are_not_guarded():
+    """The guard vouches for what the lowered scatters compute: z = Relu(x) is right whatever the
+    indices, so it keeps its own producer (no guard Reshape, which would be put on the device
+    and copy a CPU-computed output twice); y is guarded, and a bad index still fails the run."""
+    m = _zeros_then_scatter_max(18, extra_output=True)
+    r = convert(m, "dml", strategy="lower")
+    producers = {o: n for n in r.model.graph.node for o in n.output}
+    assert producers["z"].op_type == "Relu"
+    assert producers["y"].name.endswith("/IndexOrSizeOutOfRange")
+    feeds = {
+        "x": np.arange(18, dtype=np.float32).reshape(6, 3),
+        "indices": np.zeros((6, 3), np.int64),
+    }
+    y, z = run_cpu(r.model, feeds)
+    want_y, want_z = run_cpu(m, feeds)
+    np.testing.assert_array_equal(y, want_y)
+    np.testing.assert_array_equal(z, want_z)
+    feeds["indices"][2, 1] = 6
+    # (on the CPU EP a GatherElements of the lowering may refuse the index first)
+    with pytest.raises(Exception, match=r"(?i)IndexOrSizeOutOfRange|out of"):
+        run_cpu(r.model, feeds)
