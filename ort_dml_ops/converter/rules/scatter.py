@@ -129,6 +129,7 @@ class ScatterLowering(Rule):
         assert data.dtype is not None
         e = Emitter(ctx, node.name or node.op_type)
         data, updates = made_on_device(e, data), made_on_device(e, updates)
+        assert data.dtype is not None  # made_on_device keeps the type
         red = attr_str(node, "reduction", "none")
         idims = sizes.dims(e, indices)
         shape_ok: ir.Value | None
