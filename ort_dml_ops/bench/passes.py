@@ -19,9 +19,10 @@ import tempfile
 import onnx
 import onnxruntime as ort
 
-#: kernels that only change a tensor's shape: on the CPU EP their output aliases the input, and a
-#: GPU EP's are metadata too, so a pass count may leave them out (`PassCount.passes`)
-VIEWS = ("Reshape", "Squeeze", "Unsqueeze", "Flatten", "Identity")
+from ..converter.rules._base import VIEW_OPS
+
+#: kernels that only change a tensor's shape, which a pass count may leave out (`PassCount.passes`)
+VIEWS = VIEW_OPS
 
 
 @dataclasses.dataclass

@@ -19,6 +19,19 @@ from ..._domain import DOMAIN
 #: Oldest ai.onnx opset the rules emit for (CumSum and ScatterElements start at 11).
 MIN_OPSET = 11
 
+#: ops that only relabel a tensor's shape: on the CPU EP their output aliases the input and a
+#: GPU EP's are metadata, so no kernel worth a dispatch or a pass (kernel and pass counts leave
+#: them out); ONNX Runtime's ReshapeFusion merges chains of them (the index guard reads around)
+VIEW_OPS = ("Reshape", "Squeeze", "Unsqueeze", "Flatten", "Identity")
+
+
+def constant_of_shape_fill(node: ir.Node) -> np.ndarray:
+    """A ConstantOfShape's fill value, 0-d, of its own type (ONNX: float32 0 without `value`)."""
+    attr = node.attributes.get("value")
+    if attr is None:
+        return np.zeros((), np.float32)
+    return np.asarray(attr.as_tensor().numpy()).reshape(())
+
 
 @dataclasses.dataclass(frozen=True)
 class Refusal:

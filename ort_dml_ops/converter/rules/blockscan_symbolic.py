@@ -158,7 +158,7 @@ def _doubling(
     """Hillis–Steele along axis 1 of a [P, n, I] view; exact for every length < 2^steps."""
     ident = e.scalar(op_identity(op, dtype), dtype)
     n_t = sizes.tensor(e, n)
-    return _hillis_steele(e, x, n_t, 1, 3, op, ident, exclusive, reverse, dtype, steps)
+    return hillis_steele(e, x, n_t, 1, 3, op, ident, exclusive, reverse, dtype, steps)
 
 
 def scan_doubling(
@@ -177,15 +177,15 @@ def scan_doubling(
     DML EP refuses."""
     ident = e.scalar(op_identity(op, dtype), dtype)
     n = e.slice(e.op("Shape", x), [axis], [axis + 1], [0])  # [1] int64
-    return _hillis_steele(
+    return hillis_steele(
         e, x, n, axis, rank, op, ident, exclusive, reverse, dtype, DYN_STEPS
     )
 
 
-def _hillis_steele(
+def hillis_steele(
     e: Emitter,
     x: ir.Value,
-    n: ir.Value,
+    n: ir.Value | int,
     axis: int,
     rank: int,
     op: str,
@@ -196,8 +196,9 @@ def _hillis_steele(
     steps: int,
 ) -> ir.Value:
     """`steps` steps y = y ⊕ shift(y, 2^k) along `axis` of the rank-`rank` x, whose length
-    there is the [1] int64 `n`: each shift pads `ident` in at one end, the width clipped to n,
-    so the steps never pad more than the axis holds (`shift`)."""
+    there is `n` (a [1] int64, or an int: cumprod.py's static doubling scan): each shift pads
+    `ident` in at one end, the width clipped to n, so the steps never pad more than the axis
+    holds (`shift`)."""
     y = x
     for k in range(steps):
         y = e.op(
@@ -236,43 +237,24 @@ def shift(
     in, the width clipped to the axis length n (a [1] int64 or an int): ONE Pad where the target
     takes the negative pad (`crops`: the width in at one end, out at the other — a kernel and a
     pass fewer per step, issue 28), else a Pad, then a Slice back to n."""
-    # Pad's pads are every dim's start, then every dim's end: the width goes to the axis's
-    # start (its end, reversed), zeros everywhere else
-    w: ir.Value | int = min(s, n) if isinstance(n, int) else e.op("Min", e.i64([s]), n)
-    if crops(e, reverse):
-        into = rank + axis if reverse else axis
+    # Pad's pads are every dim's start, then every dim's end: the width goes in at the axis's
+    # start (its end, reversed), zeros everywhere else; sizes' arithmetic keeps static widths
+    # constants and computes run-time ones on the CPU
+    w = sizes.minimum(e, s, n)
+    into = rank + axis if reverse else axis
+    if crops(e, reverse):  # and out at the other end
         out_of = axis if reverse else rank + axis
-        if isinstance(w, int):
-            pads = [0] * (2 * rank)
-            pads[into], pads[out_of] = w, -w
-            return e.pad(t, pads, ident)
-        neg = e.op("Neg", w)
-        parts = []
-        for d in range(2 * rank):
-            parts.append(w if d == into else neg if d == out_of else e.i64([0]))
-        return e.pad(t, e.op("Concat", *parts, axis=0), ident)
-    before = rank + axis if reverse else axis
-    after = 2 * rank - before - 1
-    if isinstance(w, int) and isinstance(n, int):  # constant pads and bounds
-        padded = e.pad(t, [0] * before + [w] + [0] * after, ident)
-        start = w if reverse else 0
-        return e.op(
-            "Slice",
-            padded,
-            e.i64([start]),
-            e.i64([start + n]),
-            e.i64([axis]),
-            dtype=dtype,
-        )
-    wt = e.i64([w]) if isinstance(w, int) else w
-    nt = e.i64([n]) if isinstance(n, int) else n
-    parts = [e.i64([0] * before)] if before else []
-    parts.append(wt)
-    if after:
-        parts.append(e.i64([0] * after))
-    padded = e.pad(t, e.op("Concat", *parts, axis=0), ident)
-    if reverse:
-        return e.op(
-            "Slice", padded, wt, e.op("Add", wt, nt), e.i64([axis]), dtype=dtype
-        )
-    return e.op("Slice", padded, e.i64([0]), nt, e.i64([axis]), dtype=dtype)
+        out = sizes.sub(e, 0, w)
+        pads = [w if d == into else out if d == out_of else 0 for d in range(2 * rank)]
+        return e.pad(t, sizes.concat(e, pads), ident)
+    pads = [w if d == into else 0 for d in range(2 * rank)]
+    padded = e.pad(t, sizes.concat(e, pads), ident)
+    start = w if reverse else 0
+    return e.op(
+        "Slice",
+        padded,
+        sizes.tensor(e, start),
+        sizes.tensor(e, sizes.add(e, start, n)),
+        e.i64([axis]),
+        dtype=dtype,
+    )

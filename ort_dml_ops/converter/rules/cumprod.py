@@ -23,6 +23,7 @@ import onnx_ir as ir
 from ..._domain import DOMAIN
 from . import cost
 from ._base import (
+    VIEW_OPS,
     Refusal,
     Rewrite,
     RewriteContext,
@@ -32,12 +33,11 @@ from ._base import (
     static_shape,
 )
 from .blockscan import op_identity, scan_plan, scan_static
-from .blockscan_symbolic import crops, scan_symbolic, shift
+from .blockscan_symbolic import crops, hillis_steele, scan_symbolic
 from .emitter import Emitter
 
-#: ops that only relabel a tensor (no kernel worth a dispatch), and constants, left out of a
-#: plan's kernel count (bench/passes.py VIEWS, the same list)
-_NOT_KERNELS = ("Reshape", "Squeeze", "Unsqueeze", "Flatten", "Identity", "Constant")
+#: left out of a plan's kernel count: views, and constants (a scratch graph's are nodes)
+_NOT_KERNELS = (*VIEW_OPS, "Constant")
 
 #: dtypes the Mul-based lowering supports (ONNX Mul-14 type set minus bool).
 SUPPORTED = {
@@ -113,7 +113,21 @@ class CumProdLowering(Rule):
         else:
             doubling = _doubling_choice(ctx, x, shape, axis, exclusive, reverse, width)
             if doubling is not None:
-                y = _doubling(e, x, n, axis, len(shape), exclusive, reverse, x.dtype)
+                one = e.scalar(op_identity("Mul", x.dtype), x.dtype)
+                steps = math.ceil(math.log2(n))
+                y = hillis_steele(
+                    e,
+                    x,
+                    n,
+                    axis,
+                    len(shape),
+                    "Mul",
+                    one,
+                    exclusive,
+                    reverse,
+                    x.dtype,
+                    steps,
+                )
                 note = f"axis length {n}: {doubling}"
             else:
                 y = scan_static(
@@ -129,28 +143,6 @@ class CumProdLowering(Rule):
                 )
                 note = f"axis length {n}: {scan_plan(shape, axis, max_width=width)}"
         return e.done([y], note)
-
-
-def _doubling(
-    e: Emitter,
-    x: ir.Value,
-    n: int,
-    axis: int,
-    rank: int,
-    exclusive: bool,
-    reverse: bool,
-    dtype: ir.DataType,
-) -> ir.Value:
-    """The doubling scan on x along a static axis of n ≥ 2: ⌈log2 n⌉ steps, shifts by Pad."""
-    one = e.scalar(op_identity("Mul", dtype), dtype)
-    y = x
-    for k in range(math.ceil(math.log2(n))):
-        y = e.op(
-            "Mul", y, shift(e, y, 2**k, n, axis, rank, one, reverse, dtype), dtype=dtype
-        )
-    if exclusive:
-        y = shift(e, y, 1, n, axis, rank, one, reverse, dtype)
-    return y
 
 
 def _doubling_choice(
@@ -174,11 +166,10 @@ def _doubling_choice(
     scratch_ctx = RewriteContext(
         opset=ctx.opset, target=ctx.target, options=ctx.options
     )
-    probe_e = Emitter(scratch_ctx, "probe")
-    if not crops(probe_e, False):
+    scratch = Emitter(scratch_ctx, "count")
+    if not crops(scratch, False):
         return None
     assert x.dtype is not None  # check() refused an unknown type
-    scratch = Emitter(scratch_ctx, "count")
     probe = ir.Value(name="x", shape=ir.Shape(list(shape)))
     probe.dtype = x.dtype
     scan_static(
@@ -188,7 +179,7 @@ def _doubling_choice(
     plan = scan_plan(shape, axis, max_width=width)
     blocked_passes = cost.CHAIN_PASSES if plan == "single chain" else cost.SCAN_PASSES
     steps = math.ceil(math.log2(n))
-    per_shift = 1 if crops(probe_e, reverse) else 2  # else a Pad and a Slice (`shift`)
+    per_shift = 1 if crops(scratch, reverse) else 2  # else a Pad and a Slice (`shift`)
     kernels = (1 + per_shift) * steps + per_shift * int(exclusive)
     passes = float(kernels)
     full_bytes = math.prod(d for d in shape if d is not None) * int(x.dtype.itemsize)

@@ -36,6 +36,7 @@ from ._base import (
     Rule,
     attr_str,
     const_array,
+    constant_of_shape_fill,
     static_shape,
 )
 from .emitter import Emitter
@@ -108,9 +109,8 @@ def _source_range(v: ir.Value, depth: int) -> tuple[int, int] | None:
 
 
 def _fill_value(node: ir.Node) -> int:
-    """A ConstantOfShape's fill value (0 when it has no `value`)."""
-    attr = node.attributes.get("value")
-    return 0 if attr is None else int(np.asarray(attr.value.numpy()).reshape(-1)[0])
+    """A ConstantOfShape's fill value, as an int (the caller checked its type is an integer)."""
+    return int(constant_of_shape_fill(node))
 
 
 def narrow(e: Emitter, v: ir.Value, depth: int = 0) -> ir.Value | None:

@@ -44,7 +44,15 @@ import onnx_ir as ir
 
 from ..._domain import DOMAIN
 from . import scatter_clean, sizes
-from ._base import Refusal, Rewrite, RewriteContext, Rule, attr_int, attr_str
+from ._base import (
+    Refusal,
+    Rewrite,
+    RewriteContext,
+    Rule,
+    attr_int,
+    attr_str,
+    constant_of_shape_fill,
+)
 from .emitter import Emitter, zeros_inferred
 from .scatter_guard import (
     MAX_SLOTS,
@@ -307,12 +315,7 @@ def made_on_device(e: Emitter, data: ir.Value) -> ir.Value:
 
     if _native(node, e.ctx)[0]:
         return data
-    attr = node.attributes.get("value")
-    fill = (
-        np.asarray(attr.as_tensor().numpy()).reshape(())
-        if attr is not None
-        else np.zeros((), np.float32)
-    )
+    fill = constant_of_shape_fill(node)
     out = e.op("Expand", e.const(fill), node.inputs[0], dtype=data.dtype)
     out.shape = data.shape  # what inference knew of the ConstantOfShape's output
     return out

@@ -20,6 +20,7 @@ import numpy as np
 import onnx_ir as ir
 
 from . import sizes
+from ._base import VIEW_OPS
 from .emitter import Emitter, zeros_inferred
 from .sizes import Size
 
@@ -153,7 +154,7 @@ _FLAGS = "ort_dml_ops.guard_flags"
 #: ops that only relabel a tensor's shape: ONNX Runtime's ReshapeFusion (reshape_fusion.cc,
 #: `FuseContiguousReshapes`) merges a chain of them ending in a statically shaped output into
 #: one Reshape to that constant shape, which would drop a guard Reshape at the chain's end
-_VIEW_OPS = ("Reshape", "Squeeze", "Unsqueeze", "Flatten", "Identity")
+_VIEW_OPS = VIEW_OPS
 #: node.meta key: a view node `_guard_output` read around
 _BYPASSED = "ort_dml_ops.guard_bypassed"
 

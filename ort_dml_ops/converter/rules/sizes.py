@@ -107,6 +107,10 @@ def maximum(e: Emitter, a: Size, b: Size) -> Size:
     return _binary(e, "Max", a, b, max)
 
 
+def minimum(e: Emitter, a: Size, b: Size) -> Size:
+    return _binary(e, "Min", a, b, min)
+
+
 def ceil_div(e: Emitter, a: Size, b: int) -> Size:
     """⌈a / b⌉ for a ≥ 0 (int64 Div truncates; a + b − 1 keeps it exact)."""
     if b == 1:

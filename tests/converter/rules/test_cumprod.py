@@ -32,16 +32,20 @@ def ref_cumprod(x, axis, exclusive=0, reverse=0):
     return np.moveaxis(y, -1, axis)
 
 
-def lowered(shape, axis, exclusive, reverse, dtype=np.float32, onnx26=False):
-    dom = "" if onnx26 else DOMAIN
-    m = single_op(
+def cumprod_model(shape, axis, exclusive, reverse, dtype=np.float32, onnx26=False):
+    """A one-node CumProd (the project's domain, or ONNX CumProd-26), its axis a constant."""
+    return single_op(
         "CumProd",
         [("x", dtype, shape)],
         {"exclusive": exclusive, "reverse": reverse},
         opset=26 if onnx26 else 17,
-        domain=dom,
+        domain="" if onnx26 else DOMAIN,
         inits={"axis": np.array(axis, np.int64)},
     )
+
+
+def lowered(shape, axis, exclusive, reverse, dtype=np.float32, onnx26=False):
+    m = cumprod_model(shape, axis, exclusive, reverse, dtype, onnx26)
     r = convert(m, "dml", strategy="lower")
     assert ("", "CumProd") not in op_types(r.model) and (
         DOMAIN,
@@ -217,14 +221,7 @@ def test_small_static_scan_is_the_doubling_one_with_its_reason(exclusive, revers
     assert ops.count("Mul") == 10 and ops.count("Pad") == shifts
     assert ops.count("Slice") == (shifts if reverse else 0)
     assert not {"Split", "Concat"} & set(ops)
-    m = single_op(
-        "CumProd",
-        [("x", np.float32, shape)],
-        {"exclusive": exclusive, "reverse": reverse},
-        opset=17,
-        domain=DOMAIN,
-        inits={"axis": np.array(axis, np.int64)},
-    )
+    m = cumprod_model(shape, axis, exclusive, reverse)
     # WebGPU's Pad takes a negative pad at either end: one Pad per shift both ways
     webgpu = convert(m, "webgpu", strategy="lower")
     assert "10 steps of Pad (negative pads)" in webgpu.report.nodes[0].note
@@ -272,14 +269,7 @@ def test_symbolic_axis_one_model_every_length(layout, exclusive, reverse):
     block boundary of the symbolic scan (16, 256, 4, 16, 64, 256): equal to the reference
     (int64 exactly: wrapping products are associative)."""
     shape, axis = (["L", 6], 0) if layout == "inner" else ([2, "L"], 1)
-    m = single_op(
-        "CumProd",
-        [("x", np.int64, shape)],
-        {"exclusive": exclusive, "reverse": reverse},
-        opset=17,
-        domain=DOMAIN,
-        inits={"axis": np.array(axis, np.int64)},
-    )
+    m = cumprod_model(shape, axis, exclusive, reverse, np.int64)
     r = convert(m, "dml", strategy="lower")
     (node,) = r.report.nodes
     assert node.action == "lowered" and "symbolic axis length" in node.note
