@@ -105,10 +105,7 @@ def in_range(
         count = static
     elif count is None:
         count = e.reshape(e.op("Size", idx), [1])
-    floor = sizes.on_device(e, count)
-    if e.opset >= 12:
-        return e.op("Min", overrun, floor)
-    return e.op("Where", e.op("Less", overrun, floor), overrun, floor)
+    return sizes.int_extreme(e, "Min", overrun, sizes.on_device(e, count))
 
 
 def static_numel(v: ir.Value) -> int | None:
@@ -125,9 +122,7 @@ def worse(e: Emitter, a: ir.Value | None, b: ir.Value | None) -> ir.Value | None
     """The larger of two device overruns (`in_range`; either may be None: no check)."""
     if a is None or b is None:
         return a if b is None else b
-    if e.opset >= 12:
-        return e.op("Max", a, b)
-    return e.op("Where", e.op("Less", a, b), b, a)
+    return sizes.int_extreme(e, "Max", a, b)
 
 
 def to_host(e: Emitter, overrun: ir.Value) -> ir.Value:

