@@ -2,7 +2,9 @@
 
 Tables are data, not code: each JSON file lists the kernels one execution provider registers,
 as ``{"op", "domain", "since", "end", "types", "cpu_inputs", "cpu_outputs", "query", "fusable"}``
-rows, plus a ``source`` block naming exactly where they were read from.
+rows, plus a ``source`` block naming exactly where they were read from. Recorded WebGPU rows
+may add ``attrs_on_target`` (the attribute values the plugin took) and ``layout: "NHWC"`` (ORT's
+layout transformation moved the node to NHWC for the plugin: it came back renamed).
 
 Usage (each sub-command writes one file)::
 
@@ -423,6 +425,8 @@ def gen_webgpu() -> dict:
     tried: dict = {}
     errors = []
     first_on_target: dict = {}
+    # (op, since) that ORT's layout transformation moved to NHWC for the plugin
+    nhwc: set = set()
     for case in R.cases():
         r = R.record_case(case)
         if "error" in r:
@@ -436,6 +440,8 @@ def gen_webgpu() -> dict:
         tried.setdefault(f"{r['op']}-{r['since']}", set()).add(r["ep"])
         key = (r["op"], r["since"], json.dumps(r["bindings"], sort_keys=True))
         groups.setdefault(key, []).append((r["attrs"], r["ep"]))
+        if r["nhwc"]:
+            nhwc.add((r["op"], r["since"]))
         if r["ep"] == R.WEBGPU:
             first_on_target.setdefault((r["op"], r["since"]), case)
     cpu_inputs = {k: R.record_cpu_inputs(c) for k, c in first_on_target.items()}
@@ -455,6 +461,8 @@ def gen_webgpu() -> dict:
             or R.KNOWN_CPU_INPUTS.get(op, []),
             "cpu_outputs": [0] if op in ("Shape", "Size") else [],
         }
+        if (op, since) in nhwc:
+            row["layout"] = "NHWC"
         if len(on) < len(
             seen
         ):  # the plugin takes only some attribute values (recorded ones)

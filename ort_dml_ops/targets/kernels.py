@@ -110,7 +110,7 @@ def _rows_to_table(data: dict, live: bool = False) -> KernelTable:
             extra={
                 k2: v
                 for k2, v in r.items()
-                if k2 in ("fusable", "note", "typed_as", "attrs_on_target")
+                if k2 in ("fusable", "note", "typed_as", "attrs_on_target", "layout")
             },
         )
         by_op.setdefault((k.domain, k.op), []).append(k)

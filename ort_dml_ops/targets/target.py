@@ -71,6 +71,14 @@ class Decision:
         return iter((self.provider, self.reason))
 
 
+#: what ORT does to a node whose recorded kernel is NHWC (the plugin's Conv, pools, ...)
+NHWC_NOTE = (
+    "ORT's layout transformation runs it in NHWC (domain com.ms.internal.nhwc, renamed "
+    "<name>_token_<n>) between Transposes it adds, which inspect does not list "
+    "(layout_transformation.cc TransformLayoutForEP, then the transpose optimizer)"
+)
+
+
 class Target:
     """A capability model of one ONNX Runtime execution provider (with the CPU EP behind it).
 
@@ -233,6 +241,8 @@ class Target:
                 reason = f"{_short(self.provider)} kernel {op}({tk.version_text()})" + (
                     f"; {fails}" if fails else ""
                 )
+                if tk.extra.get("layout") == "NHWC":
+                    reason += f"; {NHWC_NOTE}"
                 return Decision(
                     self.provider,
                     reason,

@@ -26,12 +26,16 @@ import onnx
 import onnx.defs
 
 from .single_op import DTYPES, MAX_OPSET, MIN_OPSET, OpCase, type_str
-from .variants import BINARY, UNARY, variants
+from .variants import BINARY, IMAGE, QUANT, REDUCE, RNN, UNARY, variants
 
 OPS = tuple(
     sorted(
         set(UNARY)
         | set(BINARY)
+        | set(REDUCE)
+        | set(IMAGE)
+        | set(RNN)
+        | set(QUANT)
         | {
             "If",
             "Where",
@@ -69,6 +73,7 @@ OPS = tuple(
             "LayerNormalization",
             "Trilu",
             "Einsum",
+            "Resize",
         }
     )
 )
@@ -87,8 +92,9 @@ SWEPT = {
 #: float / int32 scalars, which the plugin's kernel reads on the host —
 #: webgpu/generator/range.cc — measured on the lane: a lowered scatter with symbolic shapes, whose
 #: Ranges take their scalars from CPU-side Casts, makes no copy for them,
-#: tests/webgpu/test_scatter_clean_webgpu.py)
-KNOWN_CPU_INPUTS = {"If": [0], "Range": [0, 1, 2]}
+#: tests/webgpu/test_scatter_clean_webgpu.py); Resize's roi, scales and sizes, read on the host
+#: (InputMemoryType(OrtMemTypeCPUInput, 1..3) in webgpu/tensor/resize.cc; only `sizes` is int64)
+KNOWN_CPU_INPUTS = {"If": [0], "Range": [0, 1, 2], "Resize": [1, 2, 3]}
 
 
 def since_versions(

@@ -104,9 +104,22 @@ def record_case(case: OpCase) -> dict:
     except Exception as exc:  # noqa: BLE001 - recorded, e.g. no kernel on any EP
         row["error"] = " ".join(str(exc).split())[:200]
         return row
-    row["ep"] = placement(sess).get("op")
+    where = placement(sess)
+    row["ep"] = _node_ep(where, "op")
+    # moved to NHWC by ORT's layout transformation (renamed: see _node_ep)
+    row["nhwc"] = row["ep"] is not None and "op" not in where
     row["bindings"] = _bindings(case)
     return row
+
+
+def _node_ep(where: dict, name: str) -> str | None:
+    """The EP of node `name`. ORT's layout transformation gives a node it moves to NHWC for the
+    plugin (Conv, pools, BatchNormalization...) a new name, `name_token_<n>`
+    (SwapNodeOpTypeAndDomain: Graph::GenerateNodeName), between two Transposes of its own."""
+    if name in where:
+        return where[name]
+    renamed = [ep for n, ep in where.items() if n.startswith(f"{name}_token_")]
+    return renamed[0] if len(renamed) == 1 else None
 
 
 def record_cpu_inputs(case: OpCase) -> list[int]:
@@ -118,7 +131,7 @@ def record_cpu_inputs(case: OpCase) -> list[int]:
         model = case.model(feed_params_from_cpu=i.name)
         sess = open_session(model, profile=True)
         where = placement(sess)
-        if where.get("op") != WEBGPU or where.get("cpu_mul") == WEBGPU:
+        if _node_ep(where, "op") != WEBGPU or where.get("cpu_mul") == WEBGPU:
             sess.end_profiling()
             continue
         sess.run(None, case.feeds(feed_params_from_cpu=i.name))

@@ -37,6 +37,16 @@ UNARY = (
     "Sign",
     "Round",
     "Softmax",
+    "Softplus",
+    "Softsign",
+    "Sin",
+    "Cos",
+    "Tan",
+    "Asin",
+    "Acos",
+    "Atan",
+    "Sinh",
+    "Cosh",
     "Transpose",
     "NonZero",
     "Shape",
@@ -61,6 +71,38 @@ BINARY = (
     "Pow",
     "MatMul",
 )
+#: reductions: axes an attribute until ReduceSum-13 / the others' 18, then an input
+REDUCE = (
+    "ReduceMax",
+    "ReduceMin",
+    "ReduceSum",
+    "ReduceMean",
+    "ReduceProd",
+    "ReduceL1",
+    "ReduceL2",
+    "ReduceSumSquare",
+    "ReduceLogSum",
+    "ReduceLogSumExp",
+)
+#: the ops ORT's layout transformation moves to NHWC for the plugin (layout_transformation.cc
+#: GetORTLayoutSensitiveOps, less Resize for WebGPU) and their neighbours, as exporters write them
+IMAGE = (
+    "Conv",
+    "ConvTranspose",
+    "MaxPool",
+    "AveragePool",
+    "GlobalAveragePool",
+    "GlobalMaxPool",
+    "BatchNormalization",
+    "InstanceNormalization",
+    "DepthToSpace",
+    "SpaceToDepth",
+    "LRN",
+)
+#: recurrent layers as torch exports them: X [seq, batch, input], W and R constants, hidden 4
+RNN = ("GRU", "LSTM", "RNN")
+#: quantization ops as quantized exports write them: uint8 zero points, a float scalar scale
+QUANT = ("DequantizeLinear", "QuantizeLinear", "DynamicQuantizeLinear", "MatMulInteger")
 SCATTER_REDUCTIONS = {
     11: ("none",),
     16: ("none", "add", "mul"),
@@ -167,6 +209,11 @@ def variants(op: str, opset: int, t: int):
             )
         ]
     if op == "Slice":
+        # starts / ends / axes as int64 and as int32 (Tind allows both; tf2onnx writes int32)
+        i32 = [
+            Input(n, T.INT32, [1], np.array([v], np.int32), init=True)
+            for n, v in (("starts", 0), ("ends", 2), ("axes", 1))
+        ]
         return [
             (
                 "",
@@ -178,7 +225,8 @@ def variants(op: str, opset: int, t: int):
                 ],
                 {},
                 1,
-            )
+            ),
+            ("i32", [data_input(t), *i32], {}, 1),
         ]
     if op in ("Gather", "GatherElements"):
         idx = (
@@ -221,7 +269,7 @@ def variants(op: str, opset: int, t: int):
                 1,
             )
         ]
-    if op in ("ReduceMax", "ReduceMin", "ReduceSum", "ReduceMean"):
+    if op in REDUCE:
         as_input = opset >= (13 if op == "ReduceSum" else 18)
         if as_input:
             return [("", [data_input(t), i64_input("axes", [1])], {"keepdims": 1}, 1)]
@@ -319,6 +367,80 @@ def variants(op: str, opset: int, t: int):
                 1,
             )
         ]
+    if op == "DequantizeLinear":  # swept: the quantized input's type
+        return [
+            (
+                "",
+                [
+                    data_input(t),
+                    scalar_input("scale", T.FLOAT, 0.5),
+                    scalar_input("zp", t, 1),
+                ],
+                {},
+                1,
+            )
+        ]
+    if op == "QuantizeLinear":
+        # swept: the float input's type (the scale's too from 19); uint8 out
+        scale = scalar_input("scale", t if opset >= 19 else T.FLOAT, 0.5)
+        return [
+            (
+                "",
+                [data_input(t), scale, scalar_input("zp", T.UINT8, 1)],
+                {},
+                1,
+            )
+        ]
+    if op == "DynamicQuantizeLinear":
+        return [("", [data_input(t)], {}, 3)]
+    if op == "MatMulInteger":  # swept: A's type; B uint8 (as onnx.quantize writes it)
+        b = Input("b", T.UINT8, [4, 5])
+        return [("", [data_input(t, [3, 4], "a"), b], {}, 1)]
+    if op == "Resize":
+        # nearest x2 by constant scales (the plugin keeps Resize in NCHW)
+        roi = (
+            Input("roi", T.FLOAT, [0], np.zeros(0, np.float32), init=True)
+            if opset < 13
+            else Input("", T.FLOAT, [])
+        )
+        scales = Input(
+            "scales", T.FLOAT, [4], np.array([1, 1, 2, 2], np.float32), init=True
+        )
+        return [
+            ("", [data_input(t, [1, 2, 3, 4]), roi, scales], {"mode": "nearest"}, 1)
+        ]
+    if op in RNN:
+        gates = {"GRU": 3, "LSTM": 4, "RNN": 1}[op] * 4
+        w = [
+            Input("W", t, [1, gates, 3], init=True),
+            Input("R", t, [1, gates, 4], init=True),
+        ]
+        return [("", [data_input(t, [2, 1, 3], "X"), *w], {"hidden_size": 4}, 1)]
+    if op in IMAGE:
+        x = data_input(t, [1, 2, 4, 4])
+        if op in ("Conv", "ConvTranspose"):
+            w = [3, 2, 3, 3] if op == "Conv" else [2, 3, 3, 3]
+            return [("", [x, Input("w", t, w, init=True)], {"pads": [1, 1, 1, 1]}, 1)]
+        if op in ("MaxPool", "AveragePool"):
+            return [("", [x], {"kernel_shape": [2, 2]}, 1)]
+        if op in ("BatchNormalization", "InstanceNormalization"):
+            stats = ["scale", "bias"] + (["mean", "var"] if op[0] == "B" else [])
+            consts = [
+                Input(
+                    n,
+                    t,
+                    [2],
+                    np.ones(2) if n in ("scale", "var") else np.zeros(2),
+                    init=True,
+                )
+                for n in stats
+            ]
+            return [("", [x, *consts], {}, 1)]
+        if op in ("DepthToSpace", "SpaceToDepth"):
+            return [("", [x], {"blocksize": 2}, 1)]
+        if op == "LRN":
+            return [("", [x], {"size": 3}, 1)]
+        return [("", [x], {}, 1)]
     if op == "If":
         return [("", [Input("cond", T.BOOL, [], np.array(True))], {"_branches": t}, 1)]
     raise KeyError(op)
