@@ -6,11 +6,11 @@ there (and why: data the plugin takes no kernel for, e.g. int64); and `inspect -
 agrees with the plugin node for node, before and after convert. Placement is read from ORT's
 assignment record (`session.record_ep_graph_assignment_info`), never assumed.
 
-The comparison covers every model node ORT ran. Nodes ORT's optimizers remove before placement
-(Identity elimination, common-subexpression elimination of repeated Shape(x)/Size chains,
-constant folding, Reshape fusion, the transpose optimizer) have no placement to compare: inspect
-models only part of those rewrites (docs/webgpu.md, "Known limits"). Nodes ORT made itself
-("*_new_reshape", a "Gather" of its own, the fallback's dtype casts) are not the model's.
+The comparison is node for node: every node ORT ran is listed by inspect as running, on the
+same EP, and every node inspect lists as running is one ORT ran (nodes ORT's optimizers remove
+are listed by inspect as removed, with the step; nodes ORT adds are listed as added). On files
+with layout-sensitive ops (Conv, pools) this no longer holds: docs/webgpu.md, "Known limits",
+and tests/webgpu/test_third_party_webgpu.py.
 """
 
 from __future__ import annotations
@@ -27,17 +27,6 @@ pytestmark = pytest.mark.webgpu
 
 CPU, WEBGPU = "CPUExecutionProvider", "WebGpuExecutionProvider"
 FAMILY = ("CumSum", "CumProd", "ScatterElements", "ScatterND", "Scatter")
-#: node kinds ORT's default graph optimizations may remove (see module docstring)
-ORT_REMOVES = {
-    "Identity",
-    "Reshape",
-    "Constant",
-    "Squeeze",
-    "Unsqueeze",
-    "Shape",
-    "Cast",
-    "Expand",
-}
 
 try:  # the real-export corpus (tests/real_models.py), once it is on this branch
     from tests.real_models import REAL_MODELS
@@ -68,16 +57,27 @@ def _run(model, feeds):
 
 
 def _agreement(model, where: dict) -> list[str]:
-    """Disagreements between inspect(model, "webgpu") and the plugin's record, over every node
-    of the model that ORT ran."""
+    """Disagreements between inspect(model, "webgpu") and the plugin's record, node for node:
+    a node placed elsewhere, a node ORT ran that inspect does not list as running (one ORT
+    added, or one inspect believes removed), a node inspect lists as running that ORT did not
+    run (one ORT's optimizers removed)."""
     predicted = {n.name: n for n in inspect(model, "webgpu").nodes}
     bad = []
     for name, ep in where.items():
         n = predicted.get(name)
-        if n is not None and n.provider != ep:
+        if n is None or n.provider is None:
+            bad.append(
+                f"{name}: the plugin ran it on {ep}, inspect does not list it running"
+            )
+        elif n.provider != ep:
             bad.append(
                 f"{name} ({n.op_type}): inspect says {n.provider}, the plugin ran it on {ep} ({n.reason})"
             )
+    bad += [
+        f"{name} ({n.op_type}): inspect says {n.provider}, ORT did not run it"
+        for name, n in predicted.items()
+        if n.provider is not None and name not in where
+    ]
     return bad
 
 
@@ -146,3 +146,42 @@ def test_plugin_keeps_cpu_fed_nodes_on_webgpu(webgpu_lane):
     np.testing.assert_array_equal(
         s.run(None, {"s": np.array([2, 3])})[0], np.full([2, 3], 3.0, np.float32)
     )
+
+
+def test_layout_sensitive_nodes_run_in_nhwc_on_webgpu_as_inspect_says(webgpu_lane):
+    """ORT's layout transformation moves the plugin's Conv and MaxPool to NHWC: the record
+    names them `<name>_token_<n>` on WebGPU (Transposes around them); inspect places them on
+    WebGPU and says so. Relu between them stays itself."""
+    import re
+
+    from onnx import TensorProto as T
+    from onnx import helper as h
+    from onnx import numpy_helper
+
+    from ort_dml_ops.targets.target import NHWC_NOTE
+
+    w = numpy_helper.from_array(np.ones([4, 3, 3, 3], np.float32), "w")
+    nodes = [
+        h.make_node("Conv", ["x", "w"], ["c"], name="conv", pads=[1, 1, 1, 1]),
+        h.make_node("Relu", ["c"], ["r"], name="relu"),
+        h.make_node("MaxPool", ["r"], ["y"], name="pool", kernel_shape=[2, 2]),
+    ]
+    g = h.make_graph(
+        nodes,
+        "g",
+        [h.make_tensor_value_info("x", T.FLOAT, [1, 3, 8, 8])],
+        [h.make_tensor_value_info("y", T.FLOAT, [1, 4, 4, 4])],
+        [w],
+    )
+    model = h.make_model(g, opset_imports=[h.make_opsetid("", 17)], ir_version=8)
+    ran = placement(webgpu_session(model))
+    renamed = {re.sub(r"_token_\d+$", "", n): ep for n, ep in ran.items()}
+    assert {n for n in ran if n.startswith(("conv_token_", "pool_token_"))}
+    predicted = {n.name: n for n in inspect(model, "webgpu").nodes}
+    for name in ("conv", "relu", "pool"):
+        assert renamed[name] == WEBGPU
+        assert predicted[name].provider == WEBGPU, predicted[name].reason
+    assert (
+        NHWC_NOTE in predicted["conv"].reason and NHWC_NOTE in predicted["pool"].reason
+    )
+    assert NHWC_NOTE not in predicted["relu"].reason
