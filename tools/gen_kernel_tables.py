@@ -425,7 +425,7 @@ def gen_webgpu() -> dict:
     tried: dict = {}
     errors = []
     first_on_target: dict = {}
-    # (op, since) that ORT's layout transformation moved to NHWC for the plugin
+    # (domain, op, since) that ORT's layout transformation moved to NHWC for the plugin
     nhwc: set = set()
     for case in R.cases():
         r = R.record_case(case)
@@ -437,31 +437,34 @@ def gen_webgpu() -> dict:
                 f"{r['case']}: node absent from the assignment record (folded)"
             )
             continue
-        tried.setdefault(f"{r['op']}-{r['since']}", set()).add(r["ep"])
-        key = (r["op"], r["since"], json.dumps(r["bindings"], sort_keys=True))
+        # (domain, op, since): contrib ops (com.microsoft) share some names with ONNX's (Gelu)
+        kernel = (r["domain"], r["op"], r["since"])
+        qualified = f"{r['domain']}::{r['op']}" if r["domain"] else r["op"]
+        tried.setdefault(f"{qualified}-{r['since']}", set()).add(r["ep"])
+        key = (*kernel, json.dumps(r["bindings"], sort_keys=True))
         groups.setdefault(key, []).append((r["attrs"], r["ep"]))
         if r["nhwc"]:
-            nhwc.add((r["op"], r["since"]))
+            nhwc.add(kernel)
         if r["ep"] == R.WEBGPU:
-            first_on_target.setdefault((r["op"], r["since"]), case)
+            first_on_target.setdefault(kernel, case)
     cpu_inputs = {k: R.record_cpu_inputs(c) for k, c in first_on_target.items()}
     rows, not_taken = [], []
-    for (op, since, binding), seen in sorted(groups.items()):
+    for (domain, op, since, binding), seen in sorted(groups.items()):
         on = [a for a, ep in seen if ep == R.WEBGPU]
         if not on:
             not_taken.append(f"{op}-{since} {binding}")
             continue
         row = {
             "op": op,
-            "domain": "",
+            "domain": domain,
             "since": since,
             "end": since,
             "types": {c: [t] for c, t in json.loads(binding).items()},
-            "cpu_inputs": cpu_inputs.get((op, since), [])
+            "cpu_inputs": cpu_inputs.get((domain, op, since), [])
             or R.KNOWN_CPU_INPUTS.get(op, []),
             "cpu_outputs": [0] if op in ("Shape", "Size") else [],
         }
-        if (op, since) in nhwc:
+        if (domain, op, since) in nhwc:
             row["layout"] = "NHWC"
         if len(on) < len(
             seen

@@ -24,9 +24,20 @@ from __future__ import annotations
 
 import onnx
 import onnx.defs
+from onnx import TensorProto as T
 
 from .single_op import DTYPES, MAX_OPSET, MIN_OPSET, OpCase, type_str
-from .variants import BINARY, IMAGE, QUANT, REDUCE, RNN, UNARY, variants
+from .variants import (
+    BINARY,
+    CONTRIB,
+    IMAGE,
+    QUANT,
+    REDUCE,
+    RNN,
+    UNARY,
+    contrib_variants,
+    variants,
+)
 
 OPS = tuple(
     sorted(
@@ -78,6 +89,9 @@ OPS = tuple(
     )
 )
 
+#: the domain of the CONTRIB ops (ORT's contrib kernels; the plugin registers some of them)
+MS_DOMAIN = "com.microsoft"
+
 #: the constraint each op's sweep varies (the schema's first one unless named here)
 SWEPT = {
     "OneHot": "T3",
@@ -115,7 +129,7 @@ def since_versions(
     return sorted(out.items())
 
 
-def cases(ops=OPS, dtypes=DTYPES) -> list[OpCase]:
+def cases(ops=OPS, dtypes=DTYPES, contrib=CONTRIB) -> list[OpCase]:
     out = []
     for op in ops:
         for _since, opset in since_versions(op):
@@ -138,4 +152,10 @@ def cases(ops=OPS, dtypes=DTYPES) -> list[OpCase]:
                     continue
                 for label, ins, attrs, n_out in variants(op, opset, t):
                     out.append(OpCase(op, opset, t, ins, attrs, n_out, label))
+    for op in contrib:
+        for t in (T.FLOAT, T.FLOAT16):
+            for label, ins, attrs, n_out in contrib_variants(op, t):
+                out.append(
+                    OpCase(op, 17, t, ins, attrs, n_out, label, domain=MS_DOMAIN)
+                )
     return out

@@ -87,6 +87,7 @@ def record_case(case: OpCase) -> dict:
     row = {
         "case": case.name,
         "op": case.op,
+        "domain": case.domain,
         "since": case.since_version(),
         "opset": case.opset,
         "dtype": case.dtype,
@@ -142,6 +143,16 @@ def record_cpu_inputs(case: OpCase) -> list[int]:
 
 def _bindings(case: OpCase) -> dict:
     """constraint name -> type string of the node's arguments (schema formal parameters)."""
+    if case.domain:  # a contrib op: ORT's schema, which spells its fields its own way
+        from ort_dml_ops.targets import schemas
+
+        formals, _, _, _ = schemas.bindings(case.op, case.domain, 1)
+        allowed = schemas.allowed_types(case.op, case.domain, 1)
+        found: dict[str, str] = {}
+        for ts, i in zip(formals, case.inputs):
+            if i.name and ts in allowed:
+                found.setdefault(ts, type_str(i.elem))
+        return found
     schema = onnx.defs.get_schema(case.op, case.opset, case.domain)
     constraints = {c.type_param_str for c in schema.type_constraints}
     out: dict[str, str] = {}

@@ -111,7 +111,10 @@ class OpCase:
         g = h.make_graph(
             nodes, "single_op", ins, [onnx.ValueInfoProto(name=o) for o in outs], inits
         )
-        m = h.make_model(g, opset_imports=[h.make_opsetid("", self.opset)])
+        imports = [h.make_opsetid("", self.opset)]
+        if self.domain:  # a contrib op (com.microsoft): its domain at version 1
+            imports.append(h.make_opsetid(self.domain, 1))
+        m = h.make_model(g, opset_imports=imports)
         m.ir_version = 8 if self.opset < 21 else 10
         # the outputs' types, from ONNX shape inference (the model states them, as exporters do)
         inferred = {
@@ -148,7 +151,15 @@ class OpCase:
         return out
 
     def since_version(self) -> int:
-        return onnx.defs.get_schema(self.op, self.opset, self.domain).since_version
+        return self.schema().since_version
+
+    def schema(self):
+        """The op's schema: onnx's, or ORT's for a contrib op (onnx knows no com.microsoft op)."""
+        from ort_dml_ops.targets import schemas
+
+        return schemas.get_schema(
+            self.op, self.domain, 1 if self.domain else self.opset
+        )
 
 
 def _value(i: Input) -> np.ndarray:

@@ -101,6 +101,16 @@ IMAGE = (
 )
 #: recurrent layers as torch exports them: X [seq, batch, input], W and R constants, hidden 4
 RNN = ("GRU", "LSTM", "RNN")
+#: contrib ops (com.microsoft) that ORT's own optimizer writes into optimized graphs (Kokoro's)
+CONTRIB = (
+    "FastGelu",
+    "Gelu",
+    "BiasGelu",
+    "QuickGelu",
+    "FusedMatMul",
+    "SkipLayerNormalization",
+    "SkipSimplifiedLayerNormalization",
+)
 #: quantization ops as quantized exports write them: uint8 zero points, a float scalar scale
 QUANT = ("DequantizeLinear", "QuantizeLinear", "DynamicQuantizeLinear", "MatMulInteger")
 SCATTER_REDUCTIONS = {
@@ -108,6 +118,21 @@ SCATTER_REDUCTIONS = {
     16: ("none", "add", "mul"),
     18: ("none", "add", "mul", "max", "min"),
 }
+
+
+def contrib_variants(op: str, t: int):
+    """[(label, inputs, attrs, n_outputs)] of a CONTRIB op (domain com.microsoft)."""
+    x = data_input(t)
+    vec = Input("v", t, [D[-1]], init=True)
+    if op in ("FastGelu", "BiasGelu"):
+        return [("", [x, vec], {}, 1)]
+    if op in ("Gelu", "QuickGelu"):
+        return [("", [x], {}, 1)]
+    if op == "FusedMatMul":
+        return [("", [data_input(t, [3, 4], "a"), data_input(t, [4, 5], "b")], {}, 1)]
+    skip = data_input(t, D, "skip")
+    beta = [Input("beta", t, [D[-1]], init=True)] if op[4] == "L" else []
+    return [("", [x, skip, vec, *beta], {}, 1)]
 
 
 def variants(op: str, opset: int, t: int):
