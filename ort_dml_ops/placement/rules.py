@@ -15,6 +15,10 @@ input instead (``graph_utils::RemoveNode``). A node whose output is a graph outp
   the target has no more dimensions than the input).
 * ``NoopElimination`` (noop_elimination.cc): Add/Sub/Mul/Div with a one-element constant
   operand that leaves the other unchanged (x+0, 0+x, x-0, x*1, 1*x, x/1), same type and shape.
+* ``ConvBNFusion`` (conv_bn_fusion.cc): a Conv / ConvTranspose with constant weights read only
+  by a BatchNormalization of constant 1-D statistics (floating point, one length, one type, the
+  weights' output channels) and no optional output: the BatchNormalization goes, the Conv
+  writes its output with two new initializers (``ConvBnFusion_W_*``, ``ConvBnFusion_BN_B_*``).
 """
 
 from __future__ import annotations
@@ -22,7 +26,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..targets.value_types import type_string
-from .graph import Graph, Node
+from .graph import Graph, Initializer, Node
 
 
 def _removable(graph: Graph, node: Node) -> bool:
@@ -110,10 +114,86 @@ def _noop_operand(graph: Graph, node: Node, types: dict, shapes: dict) -> str | 
     return None
 
 
-#: the ops a rule above can remove (a node of any other op is left alone)
+#: the ops a rule above applies to (a node of any other op is left alone)
 RULE_OPS = frozenset(
-    {"Identity", "Dropout", "Cast", "Expand", "Add", "Sub", "Mul", "Div"}
+    {
+        "Identity",
+        "Dropout",
+        "Cast",
+        "Expand",
+        "Add",
+        "Sub",
+        "Mul",
+        "Div",
+        "Conv",
+        "ConvTranspose",
+    }
 )
+#: onnx TensorProto element types that optimizer_utils::IsFloatingPointDataType accepts
+_FLOATING = frozenset({1, 10, 11, 16})  # float, float16, double, bfloat16
+
+
+def _batch_norm_after(graph: Graph, conv: Node, cons: dict) -> Node | None:
+    """ConvBNFusion::SatisfyCondition and the checks its Apply makes before changing anything:
+    the BatchNormalization `conv` alone feeds, when ORT fuses the two, else None."""
+    out = conv.outputs[0] if conv.outputs else ""
+    readers = cons.get(out, [])
+    if len(readers) != 1 or sum(x == out for x in readers[0].inputs) != 1:
+        return None  # GetOutputEdgesCount() != 1
+    bn = readers[0]
+    if bn.op_type != "BatchNormalization" or bn.domain not in ("", "ai.onnx"):
+        return None
+    if len(bn.inputs) != 5 or bn.inputs[0] != out or any(o for o in bn.outputs[1:]):
+        return None
+    weights = conv.inputs[1:3]
+    if len(weights) < 1 or not all(graph.is_constant(x) for x in weights if x):
+        return None
+    if not all(graph.is_constant(x) for x in bn.inputs[1:]):
+        return None
+    eps = next((a for a in bn.proto.attribute if a.name == "epsilon"), None)
+    if eps is not None and eps.type != eps.FLOAT:
+        return None
+    stats = [graph.initializer(x) for x in bn.inputs[1:]]
+    w = graph.initializer(weights[0])
+    b = graph.initializer(weights[1]) if len(weights) > 1 and weights[1] else None
+    if any(len(t.dims) != 1 for t in stats) or (b is not None and len(b.dims) != 1):
+        return None
+    channels, dtype = stats[0].dims[0], stats[0].elem_type
+    if dtype not in _FLOATING or w.elem_type != dtype:
+        return None
+    if any(t.dims[0] != channels or t.elem_type != dtype for t in stats):
+        return None
+    if b is not None and (b.dims[0] != channels or b.elem_type != dtype):
+        return None
+    if len(w.dims) <= 2:
+        return None
+    if conv.op_type == "Conv":
+        return bn if w.dims[0] == channels else None
+    group = int(conv.attr("group", 1))
+    if group <= 0 or w.dims[0] <= 0 or w.dims[0] % group:
+        return None
+    return bn if w.dims[1] * group == channels else None
+
+
+def _fuse_conv_bn(graph: Graph, conv: Node, bn: Node) -> None:
+    """ConvBNFusion::Apply: new weight and bias initializers (their names use the graph's name
+    counter, as GenerateNodeArgName does), then FinalizeNodeFusion: the Conv writes the
+    BatchNormalization's output and the BatchNormalization goes."""
+    w = graph.initializer(conv.inputs[1])
+    new_w = graph.generate_value_name(f"ConvBnFusion_W_{conv.inputs[1]}")
+    new_b = graph.generate_value_name(f"ConvBnFusion_BN_B_{bn.inputs[2]}")
+    channels = graph.initializer(bn.inputs[1]).dims
+    graph.initializers[new_w] = Initializer(new_w, w.elem_type, w.dims)
+    graph.initializers[new_b] = Initializer(new_b, w.elem_type, channels)
+    graph.remove(
+        bn,
+        "ConvBNFusion",
+        "BatchNormalization folded into the Conv before it by ORT's ConvBNFusion "
+        "(conv_bn_fusion.cc)",
+    )
+    conv.inputs = [conv.inputs[0], new_w, new_b]
+    conv.outputs = [bn.outputs[0]]
+    graph.touch()
 
 
 def apply(graph: Graph, types: dict, shapes: dict) -> bool:
@@ -189,6 +269,11 @@ def apply(graph: Graph, types: dict, shapes: dict) -> bool:
                 "removed by ORT's ExpandElimination",
             )
             changed = True
+        elif op in ("Conv", "ConvTranspose"):
+            bn = _batch_norm_after(graph, node, cons)
+            if bn is not None:
+                _fuse_conv_bn(graph, node, bn)
+                changed = True
         elif op in ("Add", "Sub", "Mul", "Div"):
             src = _noop_operand(graph, node, types, shapes)
             if src is not None:
