@@ -14,7 +14,6 @@ import os
 import tempfile
 
 import onnx
-import onnx.defs
 
 from .cases import KNOWN_CPU_INPUTS, OPS, SWEPT, cases, since_versions
 from .single_op import DTYPES, MAX_OPSET, MIN_OPSET, WEBGPU, OpCase, type_str
@@ -142,41 +141,26 @@ def record_cpu_inputs(case: OpCase) -> list[int]:
 
 
 def _bindings(case: OpCase) -> dict:
-    """constraint name -> type string of the node's arguments (schema formal parameters)."""
-    if case.domain:  # a contrib op: ORT's schema, which spells its fields its own way
-        from ort_dml_ops.targets import schemas
+    """constraint name -> type string of the node's arguments (schema formal parameters), from
+    onnx's schema or, for a contrib op, ORT's (targets/schemas.py reads either spelling)."""
+    from ort_dml_ops.targets import schemas
 
-        formals, _, _, _ = schemas.bindings(case.op, case.domain, 1)
-        allowed = schemas.allowed_types(case.op, case.domain, 1)
-        found: dict[str, str] = {}
-        for ts, i in zip(formals, case.inputs):
-            if i.name and ts in allowed:
-                found.setdefault(ts, type_str(i.elem))
-        return found
-    schema = onnx.defs.get_schema(case.op, case.opset, case.domain)
-    constraints = {c.type_param_str for c in schema.type_constraints}
+    version = 1 if case.domain else case.opset
+    formals, _, out_formals, _ = schemas.bindings(case.op, case.domain, version)
+    allowed = schemas.allowed_types(case.op, case.domain, version)
     out: dict[str, str] = {}
-    for formal, i in zip(schema.inputs, case.inputs):
-        if i.name and formal.type_str in constraints:
-            out.setdefault(formal.type_str, type_str(i.elem))
+    for ts, i in zip(formals, case.inputs):
+        if i.name and ts in allowed:
+            out.setdefault(ts, type_str(i.elem))
     if case.op == "Cast":
         out["T2"] = type_str(case.attrs["to"])
     if case.op == "ConstantOfShape":
         out["T2"] = type_str(case.dtype)
     if case.op == "If":
         out["V"] = type_str(case.dtype)
-    for formal in schema.outputs:
-        if (
-            formal.type_str in constraints
-            and formal.type_str not in out
-            and formal.type_str in ("T1", "T2", "T")
-        ):
-            # outputs bound to a constraint of their own (IsNaN's T2 bool, Shape's T1 int64, ArgMax...)
-            fixed = next(
-                c
-                for c in schema.type_constraints
-                if c.type_param_str == formal.type_str
-            ).allowed_type_strs
-            if len(fixed) == 1:
-                out[formal.type_str] = fixed[0]
+    for ts in out_formals:
+        # outputs bound to a constraint of their own (IsNaN's T2 bool, Shape's T1 int64, ArgMax...)
+        fixed = allowed.get(ts, ())
+        if ts not in out and ts in ("T1", "T2", "T") and len(fixed) == 1:
+            out[ts] = next(iter(fixed))
     return out
