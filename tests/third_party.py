@@ -87,6 +87,16 @@ THIRD_PARTY = [ThirdPartyModel(e) for e in json.loads(INDEX.read_text())["models
 PROJECTS = sorted({m.entry["project"] for m in THIRD_PARTY})
 
 
+def named(model: onnx.ModelProto) -> onnx.ModelProto:
+    """`model` with its unnamed main-graph nodes (tf2onnx writes none) named `<op>#<index>`, in
+    place: a name changes no placement and no output, and ORT's assignment record then names
+    every node, so that it can be compared with inspect's."""
+    for i, node in enumerate(model.graph.node):
+        if not node.name:
+            node.name = f"{node.op_type}#{i}"
+    return model
+
+
 def family_nodes(model: onnx.ModelProto) -> list[tuple[str, str]]:
     """(op_type, name) of every family node: main graph, bodies, local functions."""
     out = []

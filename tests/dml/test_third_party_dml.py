@@ -27,7 +27,7 @@ from dml_lane.driver import CPU, DML, Case, run_cases
 from ort_dml_ops import inspect
 from ort_dml_ops.conversion import convert
 from tests.test_third_party import KNOWN_CPU, _close
-from tests.third_party import THIRD_PARTY
+from tests.third_party import THIRD_PARTY, named
 
 # a per-model sweep on the lane: `make test-full` (and CI) runs it
 pytestmark = [pytest.mark.dml, pytest.mark.full]
@@ -55,20 +55,11 @@ def _dml_fails_on(path) -> bool:
     return any("fails to create this kernel" in n["reason"] for n in nodes)
 
 
-def _named(model):
-    """The file with its unnamed nodes (tf2onnx writes none) named `<op>#<index>`: a name
-    changes no placement and no output, and ORT's record then names every node."""
-    for i, node in enumerate(model.graph.node):
-        if not node.name:
-            node.name = f"{node.op_type}#{i}"
-    return model
-
-
 def _cases():
     cases = []
     for m in AVAILABLE:
         feeds = m.feeds()
-        shipped = _named(m.load())
+        shipped = named(m.load())
         original = shipped.SerializeToString()
         # lower: every lowering applied (auto keeps small scatters on the CPU kernel, by cost)
         converted = convert(shipped, "dml", strategy="lower").model.SerializeToString()

@@ -11,12 +11,11 @@ limit docs/webgpu.md names. Marked `full` as the CPU-EP sweep of the same files 
 
 from __future__ import annotations
 
-import onnx
 import pytest
 
 from ort_dml_ops import inspect
 from ort_dml_ops.conversion import convert
-from tests.third_party import THIRD_PARTY
+from tests.third_party import THIRD_PARTY, named
 
 from .conftest import placement, webgpu_session
 
@@ -33,13 +32,6 @@ NOT_COMPARED = {
 }
 
 
-def _named(model: onnx.ModelProto) -> onnx.ModelProto:
-    for i, node in enumerate(model.graph.node):
-        if not node.name:
-            node.name = f"{node.op_type}#{i}"
-    return model
-
-
 @pytest.mark.parametrize("stage", ["original", "converted"])
 @pytest.mark.parametrize("m", THIRD_PARTY, ids=lambda m: m.name)
 def test_inspect_places_each_node_where_the_plugin_runs_it(m, stage, webgpu_lane):
@@ -50,7 +42,7 @@ def test_inspect_places_each_node_where_the_plugin_runs_it(m, stage, webgpu_lane
     model = m.load()
     if stage == "converted":
         model = convert(model, "webgpu").model
-    model = _named(model)
+    model = named(model)
     ran = placement(webgpu_session(model))
     predicted = {n.name: n for n in inspect(model, "webgpu").nodes}
     wrong = [
