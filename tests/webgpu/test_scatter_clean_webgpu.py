@@ -100,3 +100,75 @@ def test_symbolic_clean_scatter_copies_are_what_inspect_predicts(
     copies, _ = W._copies(low, False, feeds)
     assert copies == 1
     assert len(inspect(low, "webgpu").copy_nodes) == copies
+
+
+@pytest.mark.parametrize("symbolic", [False, True])
+@pytest.mark.parametrize(
+    "axis,dshape,ishape", [(1, (4, 6), (4, 30)), (0, (5, 3), (3000, 3))]
+)
+def test_float_add_block_sums_on_webgpu_equal_ort_kernel(
+    webgpu_lane, axis, dshape, ishape, symbolic
+):
+    """The block sums (blocksum.py) on the plugin: masks, Where, ReduceSum and the carries of
+    three levels (9,000 updates) run on WebGPU. Small integers sum exactly in any order, so the
+    values are ORT's CPU kernel's bit for bit — −0.0 runs, inf − inf and NaN included (a NaN is
+    compared as a NaN: its payload is the hardware's)."""
+    import onnx
+    from onnx import helper
+
+    rng = np.random.default_rng(7)
+    data = rng.integers(-3, 4, dshape).astype(np.float32)
+    data[rng.random(dshape) < 0.3] = -0.0
+    upd = rng.integers(-3, 4, ishape).astype(np.float32)
+    upd[rng.random(ishape) < 0.3] = -0.0
+    upd[rng.random(ishape) < 0.002] = np.inf
+    upd[rng.random(ishape) < 0.002] = -np.inf
+    upd[rng.random(ishape) < 0.001] = np.nan
+    idx = rng.integers(-dshape[axis], dshape[axis], ishape).astype(np.int64)
+    idx[..., 0], upd[..., 0] = 1, -0.0  # position 1 of each row / column: −0.0 only
+    f32, i64 = onnx.TensorProto.FLOAT, onnx.TensorProto.INT64
+    native = helper.make_model(
+        helper.make_graph(
+            [
+                helper.make_node(
+                    "ScatterElements",
+                    ["data", "indices", "updates"],
+                    ["y"],
+                    axis=axis,
+                    reduction="add",
+                )
+            ],
+            "scatter_add",
+            [
+                helper.make_tensor_value_info("data", f32, dshape),
+                helper.make_tensor_value_info("indices", i64, ishape),
+                helper.make_tensor_value_info("updates", f32, ishape),
+            ],
+            [helper.make_tensor_value_info("y", f32, dshape)],
+        ),
+        opset_imports=[helper.make_opsetid("", 18)],
+        ir_version=9,
+    )
+    model = _symbolic(native) if symbolic else native
+    low = convert(model, "webgpu", strategy="lower", with_inspect=False).model
+    feeds = {"data": data, "indices": idx, "updates": upd}
+    s = webgpu_session(low)
+    got = s.run(None, feeds)[0]
+    want = ort.InferenceSession(
+        native.SerializeToString(), providers=["CPUExecutionProvider"]
+    ).run(None, feeds)[0]
+    assert np.array_equal(np.isnan(got), np.isnan(want))
+    keep = ~np.isnan(want)
+    np.testing.assert_array_equal(got[keep].view(np.uint8), want[keep].view(np.uint8))
+    copies, _ = W._copies(low, False, feeds)
+    assert copies == 1  # the indices' upload, as with the native kernel
+    if (
+        not symbolic
+    ):  # (run-time sizes: int64 shape arithmetic on the CPU, no data there)
+        ops = {n.name: n.op_type for n in low.graph.node}
+        on_cpu = {
+            ops[name]
+            for name, ep in placement(s).items()
+            if ep == "CPUExecutionProvider" and name in ops
+        }
+        assert on_cpu <= GUARD_OPS, on_cpu

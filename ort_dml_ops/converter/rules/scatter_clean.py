@@ -33,7 +33,7 @@ from __future__ import annotations
 import numpy as np
 import onnx_ir as ir
 
-from . import sizes
+from . import blocksum, sizes
 from .emitter import Emitter
 from .scatter_lean import continues
 from .segscan import fold_step, segmented_scan
@@ -104,6 +104,13 @@ def scatter_clean(
     from .scatter_write import FLOATS, REDUCE_OPS, identity_of, max_min_sequential
 
     keys = e.cast(pos, ir.DataType.FLOAT)  # exact: positions < M ≤ 2^24
+    block_sums = red == "add"  # float32 / float16 (`applies`): summed in float32
+    if block_sums:  # −0.0 updates change no sum: to the dummy position (blocksum.py)
+        if dt == ir.DataType.FLOAT16:
+            vals = e.cast(vals, ir.DataType.FLOAT)
+        keys = blocksum.drop_negative_zeros(
+            e, keys, vals, sizes.on_device(e, M, np.float32)
+        )
     if row is None:
         sk, perm = e.op(
             "TopK", keys, sizes.tensor(e, K), outputs=2, largest=0, sorted=1, axis=0
@@ -121,6 +128,14 @@ def scatter_clean(
     bound = sizes.upper_bound(K, MAX_FLOAT_KEY)
     if red == "none":
         result = svals
+    elif block_sums:
+        sums = blocksum.run_sums(e, sk, svals, K, bound, key_dtype=np.float32)
+        if not (isinstance(K, int) and blocksum.exact_length(K)):
+            sums = e.op("Slice", sums, e.i64([0]), sizes.tensor(e, K), e.i64([0]))
+        if dt == ir.DataType.FLOAT16:
+            sums = e.cast(sums, dt)
+        # the dummy's updates read the padding's 0 (position M): never written back
+        result = e.op("Add", e.take(_padded(e, flat, dt), spos), sums)
     elif red in ("max", "min") and dt in FLOATS:
         result = max_min_sequential(
             e, flat, spos, svals, not_first, K, red, dt, block, keys_float=True
@@ -142,7 +157,11 @@ def scatter_clean(
         # the data element folded in last, as the DML-shaped graph does (data op run fold)
         result = e.op(op, e.take(flat, spos), scanned)
     target = e.op("Where", is_last, spos, sizes.on_device(e, M, np.int32))
-    zero = e.const(np.zeros((), dtype=dt.numpy()))
-    padded = e.op("Pad", flat, e.i64([0, 1]), zero, mode="constant")
-    written = e.op("ScatterElements", padded, target, result, axis=0)
+    written = e.op("ScatterElements", _padded(e, flat, dt), target, result, axis=0)
     return e.op("Slice", written, e.i64([0]), sizes.tensor(e, M), e.i64([0]))
+
+
+def _padded(e: Emitter, flat: ir.Value, dt: ir.DataType) -> ir.Value:
+    """The data with one dummy element after it (position M: written, then sliced off)."""
+    zero = e.const(np.zeros((), dtype=dt.numpy()))
+    return e.op("Pad", flat, e.i64([0, 1]), zero, mode="constant")

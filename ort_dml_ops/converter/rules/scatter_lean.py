@@ -37,8 +37,9 @@ from __future__ import annotations
 import numpy as np
 import onnx_ir as ir
 
-from . import sizes
+from . import blocksum, sizes
 from .emitter import Emitter
+from .scatter_guard import MAX_SLOTS
 from .sizes import Size
 
 
@@ -179,6 +180,45 @@ def integer_add(
         "Sub", at_slots(e, S, last, zero), at_slots(e, before_first, first, zero)
     )
     return e.op("Add", flat, total)
+
+
+def float_add(
+    e: Emitter,
+    flat: ir.Value,
+    pos: ir.Value,
+    vals: ir.Value,
+    K: Size,
+    M: Size,
+    dt: ir.DataType,
+    row: Size | None,
+) -> ir.Value:
+    """float32 / float16 data + the sum of each run, by blocks of masked reductions
+    (`blocksum.py`): tens of kernels where the segmented scan took two hundred. −0.0 updates
+    go to the dummy position M first (they change no sum; see `blocksum.drop_negative_zeros`).
+    float16 updates are summed in float32 (ORT's CPU EP has no float16 ReduceSum, and the sum
+    rounds once, where ORT's kernel rounds to float16 at every update)."""
+    if dt == ir.DataType.FLOAT16:
+        vals = e.cast(vals, ir.DataType.FLOAT)
+    pos = blocksum.drop_negative_zeros(e, pos, vals, sizes.on_device(e, M, np.int32))
+    spos, perm = sort_by(e, pos, K, row)
+    svals = take(e, vals, perm, row)
+    sums = blocksum.run_sums(e, spos, svals, K, sizes.upper_bound(K, MAX_SLOTS))
+    last = unpool_slots(e, _write_target(e, spos, _not_last(e, spos), M), K, M)
+    minus_zero = e.const(np.asarray(-0.0, dtype=np.float32))
+    total = at_slots(e, sums, last, minus_zero)
+    if dt == ir.DataType.FLOAT16:
+        total = e.cast(total, dt)  # −0.0 where no update lands stays −0.0
+    return e.op("Add", flat, total)
+
+
+def _not_last(e: Emitter, spos: ir.Value) -> ir.Value:
+    """Whether each sorted position's run goes on after it: one Pad of −1 at the end (below
+    every position), one Slice, one Equal."""
+    edge = e.const(np.asarray(-1, dtype=np.int32))
+    after = e.op(
+        "Slice", e.pad(spos, [0, 1], edge), e.i64([1]), e.i64([2**62]), e.i64([0])
+    )
+    return e.op("Equal", spos, after)
 
 
 def integer_max_min(

@@ -12,6 +12,7 @@ from . import sizes
 from .emitter import Emitter
 from .scatter_guard import MAX_SLOTS
 from .scatter_lean import (
+    float_add,
     float_max_min,
     integer_add,
     integer_max_min,
@@ -322,6 +323,8 @@ def _lean(
     type, else None (the segmented scan below)."""
     if red == "add" and dt in _CUMSUM_INTS:
         return integer_add(e, flat, pos, vals, K, M, dt, row)
+    if red == "add" and dt in _SORTED_FLOATS:
+        return float_add(e, flat, pos, vals, K, M, dt, row)
     if red in ("max", "min") and dt not in FLOATS:
         identity = e.const(identity_of(red, dt))
         return integer_max_min(e, flat, pos, vals, K, M, red, identity, row)

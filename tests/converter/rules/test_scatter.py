@@ -21,9 +21,14 @@ from ._util import op_types, run_cpu, single_op
 FORBIDDEN = {"ScatterElements", "ScatterND", "Scatter", "OneHot"}
 
 
-def lowered(model):
-    r = convert(model, "dml", strategy="lower")
-    assert not {t for _, t in op_types(r.model)} & FORBIDDEN
+def lowered(model, target="dml"):
+    r = convert(model, target, strategy="lower")
+    if target == "webgpu":  # its write is one ScatterElements without a reduction
+        for n in r.model.graph.node:
+            red = [a.s for a in n.attribute if a.name == "reduction"]
+            assert n.op_type != "ScatterElements" or red in ([], [b"none"])
+    else:
+        assert not {t for _, t in op_types(r.model)} & FORBIDDEN
     onnx.checker.check_model(r.model, full_check=True)
     return r
 
@@ -284,6 +289,100 @@ def test_add_mul_long_runs_keep_signed_zeros_and_specials_vs_ort(reduction):
     feeds = {"data": data, "indices": indices, "updates": updates}
     (want,) = run_cpu(m, feeds)
     (y,) = run_cpu(lowered(m).model, feeds)
+    _bits_equal(y, want)
+
+
+@pytest.mark.parametrize(
+    "K,M,ishape",
+    [
+        (300, 7, [300]),  # one block of the sums (K ≤ 512)
+        (5000, 3, [5000]),  # runs of ~1,700 across blocks of 8 and the last level
+        (150_000, 40, [150_000]),  # three levels: 8, 32, then one block of ≤ 512
+        (150_000, 40, ["k"]),  # run-time K: widths 8, 64, 64, one block of 512
+        (0, 5, ["k"]),
+    ],
+)
+@pytest.mark.parametrize("target", ["dml", "webgpu"])
+def test_float_add_within_the_stated_bound_of_the_exact_sum(K, M, ishape, target):
+    """Float add sums each run by blocks (blocksum.py), not in ORT's order. Per position, the
+    result is within (run length + 8) · ε · (|data| + Σ|updates|) of the exact sum (float64),
+    the bound ORT's own sequential kernel meets with (run length) — and ORT's CPU kernel is
+    checked against the same bound, so the test cannot pass by sharing a wrong reference."""
+    rng = np.random.default_rng(K + M)
+    data = (rng.standard_normal(M) * 10.0 ** rng.integers(-3, 4, M)).astype(np.float32)
+    updates = (rng.standard_normal(K) * 10.0 ** rng.integers(-6, 7, K)).astype(
+        np.float32
+    )
+    indices = rng.integers(-M, M, [K]).astype(np.int64)
+    feeds = {"data": data, "indices": indices, "updates": updates}
+    m = elements_model([M], ishape, 0, "add", np.float32)
+    (y,) = run_cpu(lowered(m, target).model, feeds)
+    (ort_y,) = run_cpu(elements_model([M], [K], 0, "add", np.float32), feeds)
+    pos = np.where(indices < 0, indices + M, indices)
+    exact = data.astype(np.float64).copy()
+    np.add.at(exact, pos, updates.astype(np.float64))
+    mass = np.abs(data).astype(np.float64)
+    np.add.at(mass, pos, np.abs(updates).astype(np.float64))
+    count = np.bincount(pos, minlength=M)
+    bound = (count + 8) * np.finfo(np.float32).eps * mass
+    assert np.all(np.abs(ort_y - exact) <= bound)  # the reference meets it
+    assert np.all(np.abs(y - exact) <= bound), np.max(np.abs(y - exact) / bound)
+
+
+@pytest.mark.parametrize(
+    "K,ishape", [(300, [300]), (20_000, [20_000]), (20_000, ["k"])]
+)
+@pytest.mark.parametrize("target", ["dml", "webgpu"])
+def test_float16_add_sums_in_float32_within_two_float16_roundings(K, ishape, target):
+    """float16 updates are summed in float32 and rounded to float16 twice (the sum, then data +
+    sum): within (run length + 8) · ε32 · mass + 2 · ε16 · mass of the exact sum. ORT's CPU
+    kernel has no float16 add; a sequential float16 sum (numpy, rounding at every update, as a
+    GPU kernel in float16 would) is checked against its own bound, (run length + 1) · ε16 · mass."""
+    rng = np.random.default_rng(K)
+    M = 30
+    data = (rng.standard_normal(M) * 10.0 ** rng.integers(-2, 2, M)).astype(np.float16)
+    updates = (rng.standard_normal(K) * 10.0 ** rng.integers(-3, 1, K)).astype(
+        np.float16
+    )
+    indices = rng.integers(-M, M, [K]).astype(np.int64)
+    feeds = {"data": data, "indices": indices, "updates": updates}
+    m = elements_model([M], ishape, 0, "add", np.float16)
+    (y,) = run_cpu(lowered(m, target).model, feeds)
+    sequential = np_scatter_elements(data, indices, updates, 0, "add")
+    pos = np.where(indices < 0, indices + M, indices)
+    exact = data.astype(np.float64).copy()
+    np.add.at(exact, pos, updates.astype(np.float64))
+    mass = np.abs(data).astype(np.float64)
+    np.add.at(mass, pos, np.abs(updates).astype(np.float64))
+    count = np.bincount(pos, minlength=M)
+    eps16 = float(np.finfo(np.float16).eps)
+    assert np.all(np.abs(sequential - exact) <= (count + 1) * eps16 * mass)
+    ours = (count + 8) * np.finfo(np.float32).eps * mass + 2 * eps16 * mass
+    assert np.all(np.abs(y.astype(np.float64) - exact) <= ours)
+
+
+@pytest.mark.parametrize("K", [64, 3000])
+@pytest.mark.parametrize("target", ["dml", "webgpu"])
+def test_float_add_specials_stay_in_their_run(K, target):
+    """inf, −inf and NaN sum as ORT's kernel does (inf − inf is NaN) and never reach another
+    run of the same block: the mask deselects, it does not multiply by 0. Small integers and
+    ±0.0 elsewhere: the same bits as ORT's kernel."""
+    rng = np.random.default_rng(K)
+    M = 9
+    indices = rng.integers(0, M, [K]).astype(np.int64)
+    updates = rng.integers(-3, 4, [K]).astype(np.float32)
+    updates[indices == 0] = np.inf
+    updates[(indices == 1) & (rng.random(K) < 0.5)] = np.inf
+    updates[(indices == 1) & (rng.random(K) < 0.5)] = -np.inf
+    updates[(indices == 2) & (rng.random(K) < 0.3)] = np.nan
+    updates[indices == 3] = -0.0
+    updates[(indices == 4) & (rng.random(K) < 0.5)] = -0.0
+    indices[:4] = [0, 1, 2, 3]  # every special run is present
+    data = np.array([1, -0.0, 2, -0.0, -0.0, 3, np.inf, np.nan, 0], np.float32)
+    m = elements_model([M], [K], 0, "add", np.float32)
+    feeds = {"data": data, "indices": indices, "updates": updates}
+    (want,) = run_cpu(m, feeds)
+    (y,) = run_cpu(lowered(m, target).model, feeds)
     _bits_equal(y, want)
 
 
@@ -565,8 +664,9 @@ def test_guard_is_on_by_default_and_fails_the_run(axis, bad, reduction):
 
 def test_scan_respects_the_targets_binding_width():
     """WebGPU binds at most 8 storage buffers per shader: no Split/Concat of the lowered scatter
-    is wider than the target's max_io_width, and the result is the same."""
-    m = elements_model([40], [300], 0, "add", np.float32)
+    is wider than the target's max_io_width, and the result is the same (mul: float add sums
+    by blocks, blocksum.py, with no Split or Concat)."""
+    m = elements_model([40], [300], 0, "mul", np.float32)
     wide = {
         n.op_type: max(len(n.input), len(n.output))
         for n in convert(m, "dml", strategy="lower").model.graph.node

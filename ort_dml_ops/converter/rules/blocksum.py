@@ -1,0 +1,239 @@
+"""Segmented sums of sorted runs in a handful of kernels: blocks of masked reductions, the float
+scatter-add's fold (issue 28: a GPU pays every kernel as a dispatch, so count kernels too).
+
+Input: keys (1-D, equal keys adjacent: the sorted scatter positions, int32 or float32) and their
+float values. Output: item i holds the sum of its run's values from the run's first item up to
+i, exact in the sense below at each run's last item — the only items the scatter reads.
+
+Construction, for n items viewed as [n/B, B] blocks:
+
+1. in-block sums: Equal of each block's keys against themselves ([n/B, B, B] flags), a Where
+   that keeps the values of the same run (+0.0 elsewhere) and one ReduceSum — three kernels
+   for the whole level, whatever B. At the top the full same-run mask gives each item its run's
+   sum within the block, which is the run's prefix at the run's last item in the block. Below
+   the top the mask is And-ed with the lower triangle (j ≤ i): a block end is read in the
+   middle of its run where the run goes on past the block (step 3), so it needs its prefix;
+2. the block ends (last key and last sum of each block) are n/B items of the same problem,
+   solved the same way one level down: the sum of the run so far at each block end;
+3. carry: an item whose key equals the previous block's last key adds that block end's sum.
+
+A level of at most `LAST` items is one block, with no carry. Each other level costs the block's
+three or four kernels, two Slices for the ends, two Pads that shift them by one block, and
+Equal, Where, Add for the carry. The widths (`plan`) trade kernels for bytes: the top level's
+[n/B, B, B] mask is the largest tensor (B flags and B floats per item), and each level fewer is
+ten dispatches fewer.
+
+Values: a sum only ever adds values of its own run. The others are deselected by Where, never
+multiplied by 0, so an inf or NaN of one run does not reach another; inf − inf and NaN give NaN
+as ORT's sequential kernel does. The order is not ORT's (a block's ReduceSum, then the carries):
+float sums may differ from ORT's CPU kernel in the last bits, as ORT's own GPU kernels do (the
+CUDA EP reduces with atomics, in no fixed order: onnxruntime/core/providers/cuda/tensor/
+scatter_elements_impl.cu). They are the same additions of the run's values (the deselected
++0.0 add nothing) in another tree, so the error bound is the sequential one: the tests check
+(run length + 8) · ε · (|data| + Σ|updates|) against the exact sum, and ORT's CPU kernel
+against the same bound.
+
+Signed zeros: the deselected items are +0.0, and ORT's CPU Where turns a selected −0.0 into
++0.0 (measured, 1.31), so a run of −0.0 alone would sum to +0.0. The caller drops −0.0 values
+first (`drop_negative_zeros`): x + −0.0 == x bit for bit, so no sum changes, and a run that held
+only −0.0 leaves its data as ORT's kernel does.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import onnx_ir as ir
+
+from . import cost, sizes
+from .emitter import Emitter
+from .sizes import Size
+
+#: block width of the top level where n is only known at run time: its mask holds 8 flags and
+#: 8 floats per item
+FIRST = 8
+#: block width below the top where n is only known at run time: 2^24 → 2^21 → 2^15 → 2^9
+LEVEL_RUNTIME = 64
+#: a level of at most this many items is one block ([1, LAST, LAST] flags: 256 Ki)
+LAST = 512
+
+
+def run_sums(
+    e: Emitter,
+    keys: ir.Value,
+    vals: ir.Value,
+    n: Size,
+    bound: int,
+    key_dtype: type = np.int32,
+    dtype: type = np.float32,
+) -> ir.Value:
+    """Item i: the sum of its run's values up to i (read it at each run's last item). `bound`:
+    a convert-time upper bound of n (n itself where static); `key_dtype`, `dtype`: the keys' and
+    the values' types. The result has at least n items."""
+    key_fill = e.const(np.asarray(-1, dtype=key_dtype))
+    zero = e.const(np.asarray(0, dtype=dtype))
+    sums, _ = _level(e, keys, vals, n, bound, plan(n), key_fill, zero)
+    return sums
+
+
+def exact_length(n: int) -> bool:
+    """Whether `run_sums` of a static n items returns exactly n (no padding at the top)."""
+    widths = plan(n)
+    return not widths or n % widths[0] == 0
+
+
+def drop_negative_zeros(
+    e: Emitter, pos: ir.Value, vals: ir.Value, dummy: ir.Value, dtype: type = np.float32
+) -> ir.Value:
+    """The positions with every −0.0 value's sent to `dummy` (a position never written back).
+
+    x + (−0.0) == x for every x, so a −0.0 update changes no sum; dropped, it cannot make a run
+    of −0.0 sum to +0.0 (the module docstring). A value is −0.0 where t / x is −inf, t the
+    smallest normal of the type: no finite non-zero x reaches it (|t / x| ≤ t / min subnormal,
+    2^23 in float32), and NaN gives NaN."""
+    tiny = e.const(np.asarray(np.finfo(dtype).tiny, dtype=dtype))
+    ratio = e.op("Div", tiny, vals)
+    minus_inf = e.const(np.asarray(-np.inf, dtype=dtype))
+    return e.op("Where", e.op("Equal", ratio, minus_inf), dummy, pos)
+
+
+def plan(n: Size) -> tuple[int, ...]:
+    """The block widths, top level first, for n items (the last level, at most `LAST` items, is
+    one block and not listed).
+
+    Where n is static the widths are chosen by `cost.DEVICE`, which weighs each level's
+    dispatches against the bytes its masks write: wide blocks mean fewer levels (fewer kernels),
+    narrow ones smaller masks (fewer passes). At 300 × 300 updates that is 8 then 32 (27 kernels
+    of sums); at 1000 × 1000, 4, 8, 16 and 32 (a pass there costs two dispatches). Where n is
+    known only at run time: 8, then 64 twice, which reaches 2^24 (the scatter's guarded limit)."""
+    if not isinstance(n, int):
+        return (FIRST, LEVEL_RUNTIME, LEVEL_RUNTIME)
+    best: tuple[float, tuple[int, ...]] | None = None
+    for top in (4, 8):
+        for below in (8, 16, 32, 64):
+            widths: list[int] = []
+            m = n
+            while m > LAST:
+                widths.append(top if not widths else below)
+                m = -(-m // widths[-1])
+            kernels, written = _plan_cost(n, widths)
+            us = cost.DEVICE.device_us(
+                kernels, written / (4 * max(n, 1)), 4 * max(n, 1), 0
+            )
+            if best is None or us < best[0]:
+                best = (us, tuple(widths))
+    assert best is not None
+    return best[1]
+
+
+def _plan_cost(n: int, widths: list[int]) -> tuple[int, int]:
+    """(kernels, bytes written) of the sums for n items with these widths, as `_level` emits
+    them: a level's block (Equal, And below the top, Where, ReduceSum), its ends (two Slices),
+    the shifted ends (two Pads), the carry (Equal, Where, Add), a Pad of keys and values where
+    n is not whole blocks; then the last level, one block."""
+    kernels = written = 0
+    for depth, width in enumerate(widths):
+        padded = -(-n // width) * width
+        if padded != n:
+            kernels, written = kernels + 2, written + 8 * padded
+        mask = padded * width
+        kernels += 3 if depth == 0 else 4
+        written += (5 if depth == 0 else 6) * mask + 4 * padded  # flags, picks, sums
+        ends = padded // width
+        kernels, written = kernels + 7, written + 16 * ends + 9 * padded
+        n = ends
+    top = not widths
+    kernels += 3 if top else 4
+    written += (5 if top else 6) * n * n + 4 * n
+    return kernels, written
+
+
+def _level(
+    e: Emitter,
+    keys: ir.Value,
+    vals: ir.Value,
+    n: Size,
+    bound: int,
+    widths: tuple[int, ...],
+    key_fill: ir.Value,
+    zero: ir.Value,
+    top: bool = True,
+) -> tuple[ir.Value, Size]:
+    """(sums, their length ≥ n) for one level and everything below it. `widths`: this level's
+    block width and those below (`plan`); `key_fill`: −1 in the keys' type (below every real
+    key); `zero`: +0.0 in the values' type."""
+    if not widths or bound <= LAST:
+        width = n if isinstance(n, int) else LAST
+        if not isinstance(n, int):
+            keys, vals = _pad(e, keys, vals, n, LAST, key_fill, zero)
+        block = _block_sums(
+            e,
+            e.reshape(keys, [1, width]),
+            e.reshape(vals, [1, width]),
+            width,
+            not top,
+            zero,
+        )
+        return e.reshape(block, [-1]), width
+    width = widths[0]
+    blocks = sizes.ceil_div(e, n, width)
+    padded = sizes.mul(e, blocks, width)
+    if not (isinstance(n, int) and n == padded):
+        keys, vals = _pad(e, keys, vals, n, padded, key_fill, zero)
+    P = e.reshape(keys, [-1, width])
+    sums = _block_sums(e, P, e.reshape(vals, [-1, width]), width, not top, zero)
+    end_keys = e.reshape(e.slice(P, [width - 1], [width], [1]), [-1])
+    end_sums = e.reshape(e.slice(sums, [width - 1], [width], [1]), [-1])
+    below, below_len = _level(
+        e,
+        end_keys,
+        end_sums,
+        blocks,
+        -(-bound // width),
+        widths[1:],
+        key_fill,
+        zero,
+        False,
+    )
+    # the previous block's end, for every block (the first block has none: a key no item holds)
+    prev_key = e.pad(end_keys, [1, -1], key_fill)
+    prev_sum = e.pad(
+        below,
+        sizes.concat(e, [1, sizes.sub(e, blocks, sizes.add(e, below_len, 1))]),
+        zero,
+    )
+    carries = e.op(
+        "Where",
+        e.op("Equal", P, e.reshape(prev_key, [-1, 1])),
+        e.reshape(prev_sum, [-1, 1]),
+        zero,
+    )
+    return e.reshape(e.op("Add", sums, carries), [-1]), padded
+
+
+def _block_sums(
+    e: Emitter, P: ir.Value, V: ir.Value, width: int, prefix: bool, zero: ir.Value
+) -> ir.Value:
+    """[blocks, width]: each item's sum over the items of its block with its key (`prefix`:
+    only those at or before it)."""
+    same = e.op("Equal", e.reshape(P, [-1, width, 1]), e.reshape(P, [-1, 1, width]))
+    if prefix:
+        same = e.op("And", same, e.const(np.tril(np.ones((width, width), dtype=bool))))
+    picked = e.op("Where", same, e.reshape(V, [-1, 1, width]), zero)
+    if e.opset >= 13:
+        return e.op("ReduceSum", picked, e.i64([2]), keepdims=0)
+    return e.op("ReduceSum", picked, axes=[2], keepdims=0)
+
+
+def _pad(
+    e: Emitter,
+    keys: ir.Value,
+    vals: ir.Value,
+    n: Size,
+    to: Size,
+    key_fill: ir.Value,
+    zero: ir.Value,
+) -> tuple[ir.Value, ir.Value]:
+    """keys and values padded at the end from n to `to` items (keys −1: a run of their own,
+    after every real item, never read)."""
+    pads = sizes.concat(e, [0, sizes.sub(e, to, n)])
+    return e.pad(keys, pads, key_fill), e.pad(vals, pads, zero)
