@@ -249,6 +249,25 @@ def _lean_cases():
         )
         feeds = {"data": data, "indices": idx, "updates": upd}
         cases.append((f"lean_float_add_axis{axis}", m, feeds))
+        # the block products: factors ±1, ±2, ½ multiply exactly in any order; ±0.0 signs,
+        # 0 · inf and NaN as ORT's kernel gives them
+        mul = rng.choice(np.array([1, -1, 2, -1, 0.5, 1], np.float32), ishape)
+        mul[rng.random(ishape) < 0.01] = -0.0
+        mul[rng.random(ishape) < 0.002] = np.inf
+        mul[rng.random(ishape) < 0.001] = np.nan
+        mul[..., 0] = -0.0
+        m = single_op(
+            "ScatterElements",
+            [
+                ("data", np.float32, dshape),
+                ("indices", np.int64, ishape),
+                ("updates", np.float32, ishape),
+            ],
+            {"axis": axis, "reduction": "mul"},
+            opset=18,
+        )
+        feeds = {"data": data, "indices": idx, "updates": mul}
+        cases.append((f"lean_float_mul_axis{axis}", m, feeds))
     for red, dt in (
         ("add", np.int32),
         ("add", np.int64),
@@ -418,8 +437,8 @@ def test_lean_scatter_folds_on_dml_equal_ort_cpu_kernel(lane_results, name):
     (want,) = sess.run(None, feeds)
     got = r.outputs[0]
     assert got.dtype == want.dtype and got.shape == want.shape
-    if "float_add" in name:
-        # the block sums' NaN is a NaN, not ORT's CPU payload (inf − inf gives x86's negative
+    if "float_add" in name or "float_mul" in name:
+        # the block folds' NaN is a NaN, not ORT's CPU payload (inf − inf gives x86's negative
         # default NaN there); every other value bit for bit, the sign of each zero included
         assert np.array_equal(np.isnan(got), np.isnan(want))
         keep = ~np.isnan(want)

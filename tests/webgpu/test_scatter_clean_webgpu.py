@@ -102,17 +102,19 @@ def test_symbolic_clean_scatter_copies_are_what_inspect_predicts(
     assert len(inspect(low, "webgpu").copy_nodes) == copies
 
 
+@pytest.mark.parametrize("reduction", ["add", "mul"])
 @pytest.mark.parametrize("symbolic", [False, True])
 @pytest.mark.parametrize(
     "axis,dshape,ishape", [(1, (4, 6), (4, 30)), (0, (5, 3), (3000, 3))]
 )
-def test_float_add_block_sums_on_webgpu_equal_ort_kernel(
-    webgpu_lane, axis, dshape, ishape, symbolic
+def test_float_block_folds_on_webgpu_equal_ort_kernel(
+    webgpu_lane, axis, dshape, ishape, symbolic, reduction
 ):
-    """The block sums (blocksum.py) on the plugin: masks, Where, ReduceSum and the carries of
-    three levels (9,000 updates) run on WebGPU. Small integers sum exactly in any order, so the
-    values are ORT's CPU kernel's bit for bit — −0.0 runs, inf − inf and NaN included (a NaN is
-    compared as a NaN: its payload is the hardware's)."""
+    """The block folds (blocksum.py) on the plugin: masks, Where, ReduceSum / ReduceProd and
+    the carries of three levels (9,000 updates) run on WebGPU; axis 0 sorts the rows of a moved
+    axis (keys grouped, not ascending). Small integers sum, and ±1, ±2, ½ multiply, exactly in
+    any order, so the values are ORT's CPU kernel's bit for bit — −0.0, inf − inf, 0 · inf and
+    NaN included (a NaN is compared as a NaN: its payload is the hardware's)."""
     import onnx
     from onnx import helper
 
@@ -125,6 +127,11 @@ def test_float_add_block_sums_on_webgpu_equal_ort_kernel(
     upd[rng.random(ishape) < 0.002] = -np.inf
     upd[rng.random(ishape) < 0.001] = np.nan
     idx = rng.integers(-dshape[axis], dshape[axis], ishape).astype(np.int64)
+    if reduction == "mul":
+        upd = rng.choice(np.array([1, -1, 2, -1, 0.5, 1], np.float32), ishape)
+        upd[rng.random(ishape) < 0.01] = -0.0
+        upd[rng.random(ishape) < 0.002] = np.inf
+        upd[rng.random(ishape) < 0.001] = np.nan
     idx[..., 0], upd[..., 0] = 1, -0.0  # position 1 of each row / column: −0.0 only
     f32, i64 = onnx.TensorProto.FLOAT, onnx.TensorProto.INT64
     native = helper.make_model(
@@ -135,7 +142,7 @@ def test_float_add_block_sums_on_webgpu_equal_ort_kernel(
                     ["data", "indices", "updates"],
                     ["y"],
                     axis=axis,
-                    reduction="add",
+                    reduction=reduction,
                 )
             ],
             "scatter_add",

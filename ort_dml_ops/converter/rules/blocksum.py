@@ -41,6 +41,8 @@ only −0.0 leaves its data as ORT's kernel does.
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import onnx_ir as ir
 
@@ -57,27 +59,58 @@ LEVEL_RUNTIME = 64
 LAST = 512
 
 
-def run_sums(
+@dataclasses.dataclass(frozen=True)
+class Fold:
+    """How a level folds: `op` (Add or Mul), its reduction, its identity, and whether a
+    selection must keep the values in Where's false branch (`flip`): ORT's CPU Where turns a
+    selected −0.0 of its true branch into +0.0 (measured, 1.31), which a product would keep as
+    a sign. A sum's −0.0 values are dropped before (`drop_negative_zeros`), and integers have
+    no −0."""
+
+    op: str
+    reduce: str
+    identity: float
+    flip: bool
+    ascending: bool = (
+        True  # the keys are sorted (the flipped masks use it: `_other_or_after`)
+    )
+
+
+SUM = Fold("Add", "ReduceSum", 0, False)
+FLOAT_PRODUCT = Fold("Mul", "ReduceProd", 1, True)
+
+
+def fold_of(red: str, ascending: bool = True) -> Fold:
+    """The fold of a float scatter reduction (add, mul); `ascending`: the sorted keys are in
+    order, not only grouped in runs (a cheaper mask where the fold flips). No integer product:
+    ORT's CPU ReduceProd saturates an int32 product (measured, 1.31) where a scatter's wraps."""
+    if red == "add":
+        return SUM
+    return dataclasses.replace(FLOAT_PRODUCT, ascending=ascending)
+
+
+def run_folds(
     e: Emitter,
     keys: ir.Value,
     vals: ir.Value,
     n: Size,
     bound: int,
+    fold: Fold = SUM,
     key_dtype: type = np.int32,
-    dtype: type = np.float32,
+    dtype: np.dtype | type = np.float32,
 ) -> ir.Value:
-    """Item i: the sum of its run's values up to i (read it at each run's last item). `bound`:
+    """Item i: the fold of its run's values up to i (read it at each run's last item). `bound`:
     a convert-time upper bound of n (n itself where static); `key_dtype`, `dtype`: the keys' and
     the values' types. The result has at least n items."""
     key_fill = e.const(np.asarray(-1, dtype=key_dtype))
-    zero = e.const(np.asarray(0, dtype=dtype))
-    sums, _ = _level(e, keys, vals, n, bound, plan(n), key_fill, zero)
-    return sums
+    identity = e.const(np.asarray(fold.identity, dtype=dtype))
+    out, _ = _level(e, keys, vals, n, bound, plan(n, fold), key_fill, identity, fold)
+    return out
 
 
-def exact_length(n: int) -> bool:
-    """Whether `run_sums` of a static n items returns exactly n (no padding at the top)."""
-    widths = plan(n)
+def exact_length(n: int, fold: Fold = SUM) -> bool:
+    """Whether `run_folds` of a static n items returns exactly n (no padding at the top)."""
+    widths = plan(n, fold)
     return not widths or n % widths[0] == 0
 
 
@@ -96,7 +129,7 @@ def drop_negative_zeros(
     return e.op("Where", e.op("Equal", ratio, minus_inf), dummy, pos)
 
 
-def plan(n: Size) -> tuple[int, ...]:
+def plan(n: Size, fold: Fold = SUM) -> tuple[int, ...]:
     """The block widths, top level first, for n items (the last level, at most `LAST` items, is
     one block and not listed).
 
@@ -115,7 +148,9 @@ def plan(n: Size) -> tuple[int, ...]:
             while m > LAST:
                 widths.append(top if not widths else below)
                 m = -(-m // widths[-1])
-            kernels, written = _plan_cost(n, widths)
+            kernels, written = _plan_cost(
+                n, widths, fold.flip, fold.flip and not fold.ascending
+            )
             us = cost.DEVICE.device_us(
                 kernels, written / (4 * max(n, 1)), 4 * max(n, 1), 0
             )
@@ -125,26 +160,37 @@ def plan(n: Size) -> tuple[int, ...]:
     return best[1]
 
 
-def _plan_cost(n: int, widths: list[int]) -> tuple[int, int]:
-    """(kernels, bytes written) of the sums for n items with these widths, as `_level` emits
-    them: a level's block (Equal, And below the top, Where, ReduceSum), its ends (two Slices),
-    the shifted ends (two Pads), the carry (Equal, Where, Add), a Pad of keys and values where
-    n is not whole blocks; then the last level, one block."""
+def _plan_cost(
+    n: int, widths: list[int], flip: bool = False, grouped: bool = False
+) -> tuple[int, int]:
+    """(kernels, bytes written) of the folds for n items with these widths, as `_level` emits
+    them: a level's block (its mask — Equal, And below the top; with `flip`, Sub, Max,
+    Greater — then Where and the reduction), its ends (two Slices), the shifted ends (two
+    Pads), the carry (a compare, Where, the op), a Pad of keys and values where n is not whole
+    blocks; then the last level, one block. `grouped`: keys not sorted (an Abs more in the
+    flipped mask and two more kernels in its carry)."""
+
+    def block(items: int, width: int, top: bool) -> tuple[int, int]:
+        if flip:
+            return 5 + grouped, (13 + 4 * grouped) * items * width + 4 * items
+        return (
+            (3, 5 * items * width + 4 * items)
+            if top
+            else (4, 6 * items * width + 4 * items)
+        )
+
     kernels = written = 0
     for depth, width in enumerate(widths):
         padded = -(-n // width) * width
         if padded != n:
             kernels, written = kernels + 2, written + 8 * padded
-        mask = padded * width
-        kernels += 3 if depth == 0 else 4
-        written += (5 if depth == 0 else 6) * mask + 4 * padded  # flags, picks, sums
+        k, w = block(padded, width, depth == 0)
         ends = padded // width
-        kernels, written = kernels + 7, written + 16 * ends + 9 * padded
+        carry = 2 * grouped
+        kernels, written = kernels + k + 7 + carry, written + w + 16 * ends + 9 * padded
         n = ends
-    top = not widths
-    kernels += 3 if top else 4
-    written += (5 if top else 6) * n * n + 4 * n
-    return kernels, written
+    k, w = block(n, n, not widths)
+    return kernels + k, written + w
 
 
 def _level(
@@ -155,73 +201,124 @@ def _level(
     bound: int,
     widths: tuple[int, ...],
     key_fill: ir.Value,
-    zero: ir.Value,
+    identity: ir.Value,
+    fold: Fold,
     top: bool = True,
 ) -> tuple[ir.Value, Size]:
-    """(sums, their length ≥ n) for one level and everything below it. `widths`: this level's
+    """(folds, their length ≥ n) for one level and everything below it. `widths`: this level's
     block width and those below (`plan`); `key_fill`: −1 in the keys' type (below every real
-    key); `zero`: +0.0 in the values' type."""
+    key); `identity`: the fold's, in the values' type."""
     if not widths or bound <= LAST:
         width = n if isinstance(n, int) else LAST
         if not isinstance(n, int):
-            keys, vals = _pad(e, keys, vals, n, LAST, key_fill, zero)
-        block = _block_sums(
+            keys, vals = _pad(e, keys, vals, n, LAST, key_fill, identity)
+        block = _block_folds(
             e,
             e.reshape(keys, [1, width]),
             e.reshape(vals, [1, width]),
             width,
             not top,
-            zero,
+            identity,
+            fold,
+            key_fill,
         )
         return e.reshape(block, [-1]), width
     width = widths[0]
     blocks = sizes.ceil_div(e, n, width)
     padded = sizes.mul(e, blocks, width)
     if not (isinstance(n, int) and n == padded):
-        keys, vals = _pad(e, keys, vals, n, padded, key_fill, zero)
+        keys, vals = _pad(e, keys, vals, n, padded, key_fill, identity)
     P = e.reshape(keys, [-1, width])
-    sums = _block_sums(e, P, e.reshape(vals, [-1, width]), width, not top, zero)
+    folds = _block_folds(
+        e, P, e.reshape(vals, [-1, width]), width, not top, identity, fold, key_fill
+    )
     end_keys = e.reshape(e.slice(P, [width - 1], [width], [1]), [-1])
-    end_sums = e.reshape(e.slice(sums, [width - 1], [width], [1]), [-1])
+    end_folds = e.reshape(e.slice(folds, [width - 1], [width], [1]), [-1])
     below, below_len = _level(
         e,
         end_keys,
-        end_sums,
+        end_folds,
         blocks,
         -(-bound // width),
         widths[1:],
         key_fill,
-        zero,
+        identity,
+        fold,
         False,
     )
     # the previous block's end, for every block (the first block has none: a key no item holds)
     prev_key = e.pad(end_keys, [1, -1], key_fill)
-    prev_sum = e.pad(
+    prev_fold = e.pad(
         below,
         sizes.concat(e, [1, sizes.sub(e, blocks, sizes.add(e, below_len, 1))]),
-        zero,
+        identity,
     )
-    carries = e.op(
-        "Where",
-        e.op("Equal", P, e.reshape(prev_key, [-1, 1])),
-        e.reshape(prev_sum, [-1, 1]),
-        zero,
-    )
-    return e.reshape(e.op("Add", sums, carries), [-1]), padded
+    prev = e.reshape(prev_key, [-1, 1])
+    if (
+        fold.flip
+    ):  # another key than the previous block end's (greater, where keys are sorted)
+        if fold.ascending:
+            other = e.op("Greater", P, prev)
+        else:
+            zero = e.const(np.asarray(0, dtype=key_fill.dtype.numpy()))  # type: ignore[union-attr]
+            other = e.op("Greater", e.op("Abs", e.op("Sub", P, prev)), zero)
+        carries = e.op("Where", other, identity, e.reshape(prev_fold, [-1, 1]))
+    else:
+        carries = e.op(
+            "Where", e.op("Equal", P, prev), e.reshape(prev_fold, [-1, 1]), identity
+        )
+    return e.reshape(e.op(fold.op, folds, carries), [-1]), padded
 
 
-def _block_sums(
-    e: Emitter, P: ir.Value, V: ir.Value, width: int, prefix: bool, zero: ir.Value
+def _block_folds(
+    e: Emitter,
+    P: ir.Value,
+    V: ir.Value,
+    width: int,
+    prefix: bool,
+    identity: ir.Value,
+    fold: Fold,
+    key_fill: ir.Value,
 ) -> ir.Value:
-    """[blocks, width]: each item's sum over the items of its block with its key (`prefix`:
-    only those at or before it)."""
-    same = e.op("Equal", e.reshape(P, [-1, width, 1]), e.reshape(P, [-1, 1, width]))
-    if prefix:
-        same = e.op("And", same, e.const(np.tril(np.ones((width, width), dtype=bool))))
-    picked = e.op("Where", same, e.reshape(V, [-1, 1, width]), zero)
-    if e.opset >= 13:
-        return e.op("ReduceSum", picked, e.i64([2]), keepdims=0)
-    return e.op("ReduceSum", picked, axes=[2], keepdims=0)
+    """[blocks, width]: each item's fold over the items of its block with its key (`prefix`:
+    only those at or before it). `key_fill`: a constant of the keys' type."""
+    if fold.flip:
+        floats = key_fill.dtype == ir.DataType.FLOAT
+        dtype = np.float32 if floats else np.int32
+        other = _other_or_after(e, P, width, dtype, fold.ascending)
+        picked = e.op("Where", other, identity, e.reshape(V, [-1, 1, width]))
+    else:
+        same = e.op("Equal", e.reshape(P, [-1, width, 1]), e.reshape(P, [-1, 1, width]))
+        if prefix:
+            tril = e.const(np.tril(np.ones((width, width), dtype=bool)))
+            same = e.op("And", same, tril)
+        picked = e.op("Where", same, e.reshape(V, [-1, 1, width]), identity)
+    # the axes became an input at opset 13 for ReduceSum, at 18 for ReduceProd
+    if e.opset >= (13 if fold.reduce == "ReduceSum" else 18):
+        return e.op(fold.reduce, picked, e.i64([2]), keepdims=0)
+    return e.op(fold.reduce, picked, axes=[2], keepdims=0)
+
+
+def _other_or_after(
+    e: Emitter, P: ir.Value, width: int, dtype: type, ascending: bool
+) -> ir.Value:
+    """[blocks, width, width] flags: item j is not in item i's run up to i — another key, or
+    after i. The selection that keeps the values in Where's false branch (`Fold.flip`) needs
+    these flags from no Not: ORT's NotWhereFusion (onnxruntime/core/optimizer/
+    not_where_fusion.cc, level 1) rewrites Where(Not(c), x, y) to Where(c, y, x) and puts the
+    values back in the true branch.
+
+    With d = P[i] − P[j], the flag is max(|d|, [j > i]) > 0. Where the keys are sorted (pads,
+    −1, only after every real item) d ≥ 0 for j ≤ i, so no Abs is needed: a pad item's own
+    flags are then wrong, and never read."""
+    diff = e.op("Sub", e.reshape(P, [-1, width, 1]), e.reshape(P, [-1, 1, width]))
+    if not ascending:
+        diff = e.op("Abs", diff)
+    after: np.ndarray = np.triu(np.ones((width, width), dtype=dtype), k=1)
+    zero = e.const(np.asarray(0, dtype=dtype))
+    if dtype == np.float32 or e.opset >= 12:  # integer Max from opset 12 (Max-12)
+        return e.op("Greater", e.op("Max", diff, e.const(after)), zero)
+    return e.op("Or", e.op("Greater", diff, zero), e.const(after.astype(bool)))
 
 
 def _pad(
@@ -231,9 +328,9 @@ def _pad(
     n: Size,
     to: Size,
     key_fill: ir.Value,
-    zero: ir.Value,
+    identity: ir.Value,
 ) -> tuple[ir.Value, ir.Value]:
     """keys and values padded at the end from n to `to` items (keys −1: a run of their own,
     after every real item, never read)."""
     pads = sizes.concat(e, [0, sizes.sub(e, to, n)])
-    return e.pad(keys, pads, key_fill), e.pad(vals, pads, zero)
+    return e.pad(keys, pads, key_fill), e.pad(vals, pads, identity)

@@ -36,9 +36,10 @@ from ._base import const_array, static_shape
 #: padding and sizes. tests/converter/rules/test_cost.py measures them again.
 SCATTER_PASSES = {
     "none": (10.0, 15.3),
-    # float add: block sums (blocksum.py) — more bytes than the chain scan, a fifth of its kernels
+    # float add / mul: block folds (blocksum.py) — more bytes than the chain scan, a fourth of
+    # its kernels
     "add": (37.5, 50.5),
-    "mul": (27.7, 30.1),
+    "mul": (43.8, 79.0),
     # the sort-based folds (scatter_lean.py): three sorts for float max / min, two for integers,
     # one sort and one CumSum for integer add
     "max": (50.5, 54.5),
@@ -64,7 +65,7 @@ WEBGPU_SCATTER_COPIES = {
 WEBGPU_CLEAN_SCATTER_PASSES = {
     "none": (14.3, 14.3),
     "add": (36.5, 48.5),
-    "mul": (27.0, 31.4),
+    "mul": (42.8, 77.0),
     "max": (42.8, 43.3),
     "min": (42.8, 43.3),
 }
@@ -86,7 +87,7 @@ CHAIN_PASSES = 3.0
 SCATTER_KERNELS = {
     "none": (14, 32),
     "add": (52, 82),
-    "mul": (198, 283),
+    "mul": (53, 84),
     "max": (56, 71),
     "min": (56, 71),
     "int_max_min": (24, 37),
@@ -97,7 +98,7 @@ SCATTER_KERNELS = {
 WEBGPU_CLEAN_SCATTER_KERNELS = {
     "none": (13, 19),
     "add": (45, 70),
-    "mul": (193, 265),
+    "mul": (46, 71),
     "max": (311, 327),
     "min": (311, 327),
 }

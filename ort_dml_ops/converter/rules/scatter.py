@@ -17,9 +17,12 @@ is an int when the graph knows it and otherwise comes from `Shape` / `Size` at r
    plus a broadcast sum of the other coordinates' `Range`s — two full-size passes;
 2. reductions only: sort the positions (TopK, smallest first; equal keys keep index order;
    a last-axis scatter row by row), gather the updates in that order, and fold each run of
-   equal positions with the blocked segmented scan of `segscan.py` (a chain in blocks of 16,
-   the same over block ends, a short Hillis–Steele for the rest), which reads the run flags
-   of neighbouring positions, not the positions. The scan's input starts with one lead item
+   equal positions: float add and mul by blocks of masked reductions (`blocksum.py`: one mask,
+   Where and ReduceSum / ReduceProd per level), integer add, max and min and float max / min
+   by sorts and a prefix sum (`scatter_lean.py`), the rest (integer mul, float64) with the
+   blocked segmented scan of `segscan.py` (a chain in blocks of 16, the same over block ends,
+   a short Hillis–Steele for the rest), which reads the run flags of neighbouring positions,
+   not the positions. The scan's input starts with one lead item
    (`scatter_write.with_lead`), so that slot s of step 3 is index s of its output. Float max /
    min follow ONNX Runtime's sequential rule exactly: `max_min_sequential` (steps 2 and 3 are
    `scatter_write.py`);
@@ -217,8 +220,21 @@ class ScatterLowering(Rule):
             else:
                 pos = e.reshape(pos, [-1])
                 vals = e.reshape(updates, [-1])
+            # rows of a last-axis scatter are disjoint increasing ranges: sorted row by row,
+            # every key is in order (a moved axis interleaves the rows' positions)
+            ascending = crow is None or axis == len(ddims) - 1
             out = scatter_clean.scatter_clean(
-                e, flat, pos, vals, K, M, red, data.dtype, min(BLOCK, width), crow
+                e,
+                flat,
+                pos,
+                vals,
+                K,
+                M,
+                red,
+                data.dtype,
+                min(BLOCK, width),
+                crow,
+                ascending,
             )
         else:
             vals = e.reshape(updates, [-1])

@@ -97,17 +97,22 @@ def scatter_clean(
     dt: ir.DataType,
     block: int,
     row: Size | None,
+    ascending: bool = True,
 ) -> ir.Value:
     """Scatter K values at int32 positions into the M-element 1-D `flat` (see the module
     docstring). `row`: `pos` and `vals` are [rows, row] (from `rows_of`), sorted row by row;
-    None: 1-D, sorted whole."""
+    None: 1-D, sorted whole. `ascending`: the rows sorted one after another are sorted whole
+    (false where `rows_of` moved the axis: equal keys are adjacent, no more)."""
     from .scatter_write import FLOATS, REDUCE_OPS, identity_of, max_min_sequential
 
     keys = e.cast(pos, ir.DataType.FLOAT)  # exact: positions < M ≤ 2^24
-    block_sums = red == "add"  # float32 / float16 (`applies`): summed in float32
-    if block_sums:  # −0.0 updates change no sum: to the dummy position (blocksum.py)
-        if dt == ir.DataType.FLOAT16:
-            vals = e.cast(vals, ir.DataType.FLOAT)
+    by_blocks = red in (
+        "add",
+        "mul",
+    )  # float32 / float16 (`applies`): folded in float32
+    if by_blocks and dt == ir.DataType.FLOAT16:
+        vals = e.cast(vals, ir.DataType.FLOAT)
+    if red == "add":  # −0.0 updates change no sum: to the dummy position (blocksum.py)
         keys = blocksum.drop_negative_zeros(
             e, keys, vals, sizes.on_device(e, M, np.float32)
         )
@@ -128,14 +133,15 @@ def scatter_clean(
     bound = sizes.upper_bound(K, MAX_FLOAT_KEY)
     if red == "none":
         result = svals
-    elif block_sums:
-        sums = blocksum.run_sums(e, sk, svals, K, bound, key_dtype=np.float32)
-        if not (isinstance(K, int) and blocksum.exact_length(K)):
-            sums = e.op("Slice", sums, e.i64([0]), sizes.tensor(e, K), e.i64([0]))
+    elif by_blocks:
+        fold = blocksum.fold_of(red, ascending)
+        folded = blocksum.run_folds(e, sk, svals, K, bound, fold, key_dtype=np.float32)
+        if not (isinstance(K, int) and blocksum.exact_length(K, fold)):
+            folded = e.op("Slice", folded, e.i64([0]), sizes.tensor(e, K), e.i64([0]))
         if dt == ir.DataType.FLOAT16:
-            sums = e.cast(sums, dt)
+            folded = e.cast(folded, dt)
         # the dummy's updates read the padding's 0 (position M): never written back
-        result = e.op("Add", e.take(_padded(e, flat, dt), spos), sums)
+        result = e.op(fold.op, e.take(_padded(e, flat, dt), spos), folded)
     elif red in ("max", "min") and dt in FLOATS:
         result = max_min_sequential(
             e, flat, spos, svals, not_first, K, red, dt, block, keys_float=True

@@ -182,33 +182,43 @@ def integer_add(
     return e.op("Add", flat, total)
 
 
-def float_add(
+def block_fold(
     e: Emitter,
     flat: ir.Value,
     pos: ir.Value,
     vals: ir.Value,
     K: Size,
     M: Size,
+    red: str,
     dt: ir.DataType,
     row: Size | None,
 ) -> ir.Value:
-    """float32 / float16 data + the sum of each run, by blocks of masked reductions
-    (`blocksum.py`): tens of kernels where the segmented scan took two hundred. −0.0 updates
-    go to the dummy position M first (they change no sum; see `blocksum.drop_negative_zeros`).
-    float16 updates are summed in float32 (ORT's CPU EP has no float16 ReduceSum, and the sum
-    rounds once, where ORT's kernel rounds to float16 at every update)."""
-    if dt == ir.DataType.FLOAT16:
-        vals = e.cast(vals, ir.DataType.FLOAT)
-    pos = blocksum.drop_negative_zeros(e, pos, vals, sizes.on_device(e, M, np.int32))
+    """Float data + (·) the sum (product) of each run, by blocks of masked reductions
+    (`blocksum.py`): tens of kernels where the segmented scan took two hundred.
+
+    Float add: −0.0 updates go to the dummy position M first (they change no sum; see
+    `blocksum.drop_negative_zeros`). float16 folds in float32 (ORT's CPU EP has no float16
+    ReduceSum or ReduceProd; the fold rounds once, where ORT's kernel rounds at every update)."""
+    fold = blocksum.fold_of(red)
+    work = ir.DataType.FLOAT if dt == ir.DataType.FLOAT16 else dt
+    if work != dt:
+        vals = e.cast(vals, work)
+    if red == "add" and work == ir.DataType.FLOAT:
+        pos = blocksum.drop_negative_zeros(
+            e, pos, vals, sizes.on_device(e, M, np.int32)
+        )
     spos, perm = sort_by(e, pos, K, row)
     svals = take(e, vals, perm, row)
-    sums = blocksum.run_sums(e, spos, svals, K, sizes.upper_bound(K, MAX_SLOTS))
+    folded = blocksum.run_folds(
+        e, spos, svals, K, sizes.upper_bound(K, MAX_SLOTS), fold, dtype=work.numpy()
+    )
     last = unpool_slots(e, _write_target(e, spos, _not_last(e, spos), M), K, M)
-    minus_zero = e.const(np.asarray(-0.0, dtype=np.float32))
-    total = at_slots(e, sums, last, minus_zero)
-    if dt == ir.DataType.FLOAT16:
-        total = e.cast(total, dt)  # −0.0 where no update lands stays −0.0
-    return e.op("Add", flat, total)
+    # where no update lands: −0.0 for a float sum (x + −0.0 == x bit for bit), else the identity
+    lead = -0.0 if red == "add" and work == ir.DataType.FLOAT else fold.identity
+    total = at_slots(e, folded, last, e.const(np.asarray(lead, dtype=work.numpy())))
+    if work != dt:
+        total = e.cast(total, dt)  # −0.0 and 1 stay what they are
+    return e.op(fold.op, flat, total)
 
 
 def _not_last(e: Emitter, spos: ir.Value) -> ir.Value:

@@ -12,7 +12,7 @@ from . import sizes
 from .emitter import Emitter
 from .scatter_guard import MAX_SLOTS
 from .scatter_lean import (
-    float_add,
+    block_fold,
     float_max_min,
     integer_add,
     integer_max_min,
@@ -304,8 +304,12 @@ _CUMSUM_INTS = (
     ir.DataType.UINT32,
     ir.DataType.UINT64,
 )
-#: float types of the sort-based max / min (IsNaN on the DML EP: float and float16)
+#: float types of the sort-based max / min (IsNaN on the DML EP: float and float16) and of the
+#: block sums (float16 summed in float32)
 _SORTED_FLOATS = (ir.DataType.FLOAT, ir.DataType.FLOAT16)
+#: types of the block products (float16 in float32). Not the integers: ORT's CPU ReduceProd
+#: saturates an int32 product at INT32_MAX (measured, 1.31) where the scatter's product wraps
+_PRODUCTS = (ir.DataType.FLOAT, ir.DataType.FLOAT16)
 
 
 def _lean(
@@ -323,8 +327,8 @@ def _lean(
     type, else None (the segmented scan below)."""
     if red == "add" and dt in _CUMSUM_INTS:
         return integer_add(e, flat, pos, vals, K, M, dt, row)
-    if red == "add" and dt in _SORTED_FLOATS:
-        return float_add(e, flat, pos, vals, K, M, dt, row)
+    if (red == "add" and dt in _SORTED_FLOATS) or (red == "mul" and dt in _PRODUCTS):
+        return block_fold(e, flat, pos, vals, K, M, red, dt, row)
     if red in ("max", "min") and dt not in FLOATS:
         identity = e.const(identity_of(red, dt))
         return integer_max_min(e, flat, pos, vals, K, M, red, identity, row)

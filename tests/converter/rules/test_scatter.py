@@ -361,6 +361,65 @@ def test_float16_add_sums_in_float32_within_two_float16_roundings(K, ishape, tar
     assert np.all(np.abs(y.astype(np.float64) - exact) <= ours)
 
 
+@pytest.mark.parametrize("axis", [0, 1])
+@pytest.mark.parametrize("K", [40, 3000, 150_000])
+@pytest.mark.parametrize("target", ["dml", "webgpu"])
+def test_float_mul_within_the_stated_bound_of_the_exact_product(K, axis, target):
+    """Float mul folds each run by blocks of ReduceProd (blocksum.py). Per position the result
+    is within (run length + 8) · ε · |exact product| (float64 of the same factors), the bound
+    ORT's sequential kernel meets with (run length) — checked on ORT's kernel too. Axis 0 on
+    WebGPU sorts rows of a moved axis: keys grouped, not ascending (the other mask)."""
+    rng = np.random.default_rng(K + axis)
+    rows = 3
+    M = 20
+    dshape, ishape = (
+        ([M, rows], [K // rows, rows]) if axis == 0 else ([rows, M], [rows, K // rows])
+    )
+    data = rng.uniform(0.5, 2.0, dshape).astype(np.float32)
+    data *= rng.choice([-1.0, 1.0], dshape).astype(np.float32)
+    # factors near 1 (runs of thousands stay far from overflow), either sign
+    updates = np.exp(rng.normal(0, 0.02, ishape)).astype(np.float32)
+    updates *= rng.choice([-1.0, 1.0], ishape).astype(np.float32)
+    indices = rng.integers(-M, M, ishape).astype(np.int64)
+    feeds = {"data": data, "indices": indices, "updates": updates}
+    m = elements_model(dshape, ishape, axis, "mul", np.float32)
+    (y,) = run_cpu(lowered(m, target).model, feeds)
+    (ort_y,) = run_cpu(m, feeds)
+    exact = np_scatter_elements(
+        data.astype(np.float64), indices, updates.astype(np.float64), axis, "mul"
+    )
+    count = np_scatter_elements(np.zeros(dshape), indices, np.ones(ishape), axis, "add")
+    bound = (count + 8) * np.finfo(np.float32).eps * np.abs(exact)
+    assert np.all(np.abs(ort_y - exact) <= bound)  # the reference meets it
+    assert np.all(np.abs(y - exact) <= bound), np.max(np.abs(y - exact) / bound)
+
+
+@pytest.mark.parametrize("K", [64, 3000])
+@pytest.mark.parametrize("target", ["dml", "webgpu"])
+def test_float_mul_specials_and_signed_zeros_vs_ort(K, target):
+    """Products by blocks: ±0.0 factors give ORT's sign (ORT's CPU Where would turn a selected
+    −0.0 into +0.0 — the selection keeps the values in its false branch), 0 · inf is NaN, inf
+    and NaN stay in their run. Factors ±1, ±2: exact in any order, so the bits are ORT's."""
+    rng = np.random.default_rng(K)
+    M = 9
+    indices = rng.integers(0, M, [K]).astype(np.int64)
+    updates = rng.choice(np.array([1, -1, 1, -1, 2, 0.5], np.float32), [K])
+    updates[(indices == 0) & (rng.random(K) < 0.5)] = -0.0
+    updates[(indices == 1) & (rng.random(K) < 0.5)] = 0.0
+    updates[(indices == 2) & (rng.random(K) < 0.01)] = np.inf
+    updates[(indices == 3) & (rng.random(K) < 0.01)] = np.inf
+    updates[(indices == 3) & (rng.random(K) < 0.01)] = 0.0
+    updates[(indices == 4) & (rng.random(K) < 0.01)] = np.nan
+    indices[:5] = [0, 1, 2, 3, 4]
+    updates[:5] = [-0.0, 0.0, np.inf, 0.0, np.nan]
+    data = np.array([-0.0, -0.0, 1, 3, 2, -0.0, 1, np.nan, -1], np.float32)
+    m = elements_model([M], [K], 0, "mul", np.float32)
+    feeds = {"data": data, "indices": indices, "updates": updates}
+    (want,) = run_cpu(m, feeds)
+    (y,) = run_cpu(lowered(m, target).model, feeds)
+    _bits_equal(y, want)
+
+
 @pytest.mark.parametrize("K", [64, 3000])
 @pytest.mark.parametrize("target", ["dml", "webgpu"])
 def test_float_add_specials_stay_in_their_run(K, target):
@@ -664,9 +723,9 @@ def test_guard_is_on_by_default_and_fails_the_run(axis, bad, reduction):
 
 def test_scan_respects_the_targets_binding_width():
     """WebGPU binds at most 8 storage buffers per shader: no Split/Concat of the lowered scatter
-    is wider than the target's max_io_width, and the result is the same (mul: float add sums
-    by blocks, blocksum.py, with no Split or Concat)."""
-    m = elements_model([40], [300], 0, "mul", np.float32)
+    is wider than the target's max_io_width, and the result is the same (float64 mul: float32
+    add and mul fold by blocks, blocksum.py, with no Split or Concat)."""
+    m = elements_model([40], [300], 0, "mul", np.float64)
     wide = {
         n.op_type: max(len(n.input), len(n.output))
         for n in convert(m, "dml", strategy="lower").model.graph.node
@@ -681,12 +740,12 @@ def test_scan_respects_the_targets_binding_width():
     assert max(wide.values()) == 16 and max(narrow) <= 8
     rng = np.random.default_rng(2)
     feeds = {
-        "data": rng.normal(size=40).astype(np.float32),
+        "data": rng.normal(size=40),
         "indices": rng.integers(-40, 40, 300),
-        "updates": rng.normal(size=300).astype(np.float32),
+        "updates": rng.normal(size=300),
     }
     np.testing.assert_allclose(
-        run_cpu(low, feeds)[0], run_cpu(m, feeds)[0], rtol=1e-5, atol=1e-5
+        run_cpu(low, feeds)[0], run_cpu(m, feeds)[0], rtol=1e-12, atol=1e-12
     )
 
 
