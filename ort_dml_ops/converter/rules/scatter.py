@@ -232,7 +232,6 @@ class ScatterLowering(Rule):
                 M,
                 red,
                 data.dtype,
-                min(BLOCK, width),
                 crow,
                 ascending,
             )

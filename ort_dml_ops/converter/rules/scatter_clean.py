@@ -15,17 +15,17 @@ This variant is built from kernels the plugin has, for float32 / float16 data:
    onnxruntime/core/providers/webgpu/math/top_k.cc; verified on lavapipe for rows of 1000 and
    for 2^20 keys in one row). A row of ≤ 2048 keys is one shared-memory dispatch there, where
    one row of K = 1e6 keys would take ~210 global-memory steps. ScatterND sorts all K keys;
-3. run flags from the float keys (Pad and Slice of float32, Equal), the blocked segmented scan
-   of `segscan.py` over float keys (so its own shifts slice float32 only), and for float max /
-   min the sequential rule of `scatter_write.max_min_sequential` with `x != x` for IsNaN;
+3. run flags from the float keys (Pad and Slice of float32, Equal); add and mul fold each run
+   by blocks of masked reductions (`blocksum.py`, float keys); max and min follow ORT's
+   sequential rule by sorts (`sorted_max_min`, with `x == x` for IsNaN);
 4. write: one ScatterElements (reduction none, a kernel the plugin has) of each run's last
    result into the data padded by one dummy element; every other sorted update writes to that
    dummy (position M), which is sliced off. Only run ends land inside the data, so no two
    writes race where it matters.
 
-The values follow the same rules as the DML-shaped graph's (same scan, same step functions):
-ints and float max / min bit-exact against ORT's sequential kernel, float add / mul within the
-scan's documented rounding bound (the blocks may split a run at other places than there).
+The values follow the same rules as the DML-shaped graph's: float max / min and none bit-exact
+against ORT's sequential kernel, float add / mul within the block folds' stated bound
+(`blocksum.py`).
 """
 
 from __future__ import annotations
@@ -36,7 +36,6 @@ import onnx_ir as ir
 from . import blocksum, sizes
 from .emitter import Emitter
 from .scatter_lean import continues
-from .segscan import fold_step, segmented_scan
 from .sizes import Size
 
 #: targets that take this variant
@@ -95,7 +94,6 @@ def scatter_clean(
     M: Size,
     red: str,
     dt: ir.DataType,
-    block: int,
     row: Size | None,
     ascending: bool = True,
 ) -> ir.Value:
@@ -103,14 +101,10 @@ def scatter_clean(
     docstring). `row`: `pos` and `vals` are [rows, row] (from `rows_of`), sorted row by row;
     None: 1-D, sorted whole. `ascending`: the rows sorted one after another are sorted whole
     (false where `rows_of` moved the axis: equal keys are adjacent, no more)."""
-    from .scatter_write import FLOATS, REDUCE_OPS, identity_of, max_min_sequential
-
     keys = e.cast(pos, ir.DataType.FLOAT)  # exact: positions < M ≤ 2^24
-    by_blocks = red in (
-        "add",
-        "mul",
-    )  # float32 / float16 (`applies`): folded in float32
-    if by_blocks and dt == ir.DataType.FLOAT16:
+    if red in ("max", "min"):
+        return sorted_max_min(e, flat, keys, vals, K, M, red, dt, row)
+    if red != "none" and dt == ir.DataType.FLOAT16:  # add, mul: folded in float32
         vals = e.cast(vals, ir.DataType.FLOAT)
     if red == "add":  # −0.0 updates change no sum: to the dummy position (blocksum.py)
         keys = blocksum.drop_negative_zeros(
@@ -128,12 +122,12 @@ def scatter_clean(
         sk = e.reshape(sk, [-1])
         svals = e.reshape(e.op("GatherElements", vals, perm, axis=1), [-1])
     spos = e.cast(sk, ir.DataType.INT32)
-    not_first, not_last = continues(e, sk, K, np.float32)
+    _, not_last = continues(e, sk, K, np.float32)
     is_last = e.op("Not", not_last)
     bound = sizes.upper_bound(K, MAX_FLOAT_KEY)
     if red == "none":
         result = svals
-    elif by_blocks:
+    else:  # add, mul (max and min returned above)
         fold = blocksum.fold_of(red, ascending)
         folded = blocksum.run_folds(e, sk, svals, K, bound, fold, key_dtype=np.float32)
         if not (isinstance(K, int) and blocksum.exact_length(K, fold)):
@@ -142,29 +136,122 @@ def scatter_clean(
             folded = e.cast(folded, dt)
         # the dummy's updates read the padding's 0 (position M): never written back
         result = e.op(fold.op, e.take(_padded(e, flat, dt), spos), folded)
-    elif red in ("max", "min") and dt in FLOATS:
-        result = max_min_sequential(
-            e, flat, spos, svals, not_first, K, red, dt, block, keys_float=True
-        )
-    else:
-        op = REDUCE_OPS[red]
-        identity = e.const(identity_of(red, dt))
-        scanned = segmented_scan(
-            e,
-            sk,
-            svals,
-            K,
-            bound,
-            fold_step(op, True),
-            identity,
-            block=block,
-            key_dtype=np.float32,
-        )
-        # the data element folded in last, as the DML-shaped graph does (data op run fold)
-        result = e.op(op, e.take(flat, spos), scanned)
     target = e.op("Where", is_last, spos, sizes.on_device(e, M, np.int32))
     written = e.op("ScatterElements", _padded(e, flat, dt), target, result, axis=0)
     return e.op("Slice", written, e.i64([0]), sizes.tensor(e, M), e.i64([0]))
+
+
+def sorted_max_min(
+    e: Emitter,
+    flat: ir.Value,
+    keys: ir.Value,
+    vals: ir.Value,
+    K: Size,
+    M: Size,
+    red: str,
+    dt: ir.DataType,
+    row: Size | None,
+) -> ir.Value:
+    """ORT's sequential float max / min by sorts, bit for bit, in the plugin's kernels: the
+    construction of `scatter_lean.float_max_min` (its docstring gives the rule) with float32
+    keys, `x == x` for IsNaN, ScatterElements for MaxUnpool and a bit-copying pick for the data
+    rule — tens of kernels where the sequential scan took three hundred.
+
+    1. each run's last NaN: a stable sort by NaN flag, then one by position, ends each run with
+       its last NaN if it has one; its update index (in the row: a run's updates share one row,
+       in update order) is written at the run's position, −1 elsewhere;
+    2. updates after their run's last NaN keep their value as the key, the others ∓∞; a sort by
+       that key, then a stable one by position, ends each run with its winner;
+    3. the data is kept where no update lands, or where the run has no NaN and it compares
+       strictly greater (smaller) than the winner."""
+    f32 = ir.DataType.FLOAT
+
+    def sort(k: ir.Value, largest: bool = False) -> tuple[ir.Value, ir.Value]:
+        axis, count = (0, K) if row is None else (1, row)
+        return e.op(
+            "TopK",
+            k,
+            sizes.tensor(e, count),
+            outputs=2,
+            largest=int(largest),
+            sorted=1,
+            axis=axis,
+        )
+
+    def take(x: ir.Value, perm: ir.Value) -> ir.Value:
+        return e.op("GatherElements", x, perm, axis=0 if row is None else 1)
+
+    def flat1(x: ir.Value) -> ir.Value:
+        return x if row is None else e.reshape(x, [-1])
+
+    nan = e.cast(e.op("Not", e.op("Equal", vals, vals)), f32)
+    if row is None:
+        order = sizes.iota(e, K, np.float32)
+    else:
+        order = e.op(
+            "Expand",
+            e.reshape(sizes.iota(e, row, np.float32), [1, -1]),
+            sizes.shape_tensor(e, keys) if keys.shape else e.op("Shape", keys),
+        )
+    # 1. each run's last NaN (stable sorts: NaN flag, then position)
+    _, by_nan = sort(nan)
+    _, by_pos = sort(take(keys, by_nan))
+    pos1 = flat1(take(take(keys, by_nan), by_pos))
+    nan1 = flat1(take(take(nan, by_nan), by_pos))
+    index1 = flat1(take(take(order, by_nan), by_pos))
+    m = sizes.on_device(e, M, np.float32)
+    last_nan = e.op(
+        "Where",
+        e.op("Greater", nan1, e.const(np.float32(0.5))),
+        index1,
+        e.const(np.float32(-1)),
+    )
+    unset = e.op(
+        "Expand",
+        e.const(np.asarray([-1], np.float32)),
+        sizes.concat(e, [sizes.add(e, M, 1)]),
+    )
+    target1 = e.cast(e.op("Where", _not_last(e, pos1), m, pos1), ir.DataType.INT32)
+    last_nan_at = e.op("ScatterElements", unset, target1, last_nan, axis=0)  # [M + 1]
+    # 2. updates after their run's last NaN keep their value as the key, the others ∓∞
+    pos_int = e.cast(keys, ir.DataType.INT32)
+    after = e.op(
+        "Greater",
+        order,
+        e.reshape(
+            e.take(last_nan_at, e.reshape(pos_int, [-1])),
+            sizes.shape_tensor(e, keys) if keys.shape else e.op("Shape", keys),
+        ),
+    )
+    far = e.const(np.asarray(-np.inf if red == "max" else np.inf, dtype=dt.numpy()))
+    _, by_key = sort(e.op("Where", after, vals, far), largest=red == "min")
+    sk3, by_pos3 = sort(take(keys, by_key))
+    spos = flat1(sk3)
+    winner = flat1(take(take(vals, by_key), by_pos3))
+    # 3. the data: kept where no update lands, or where the run has no NaN and it compares
+    # strictly greater (smaller) than the winner; picked by a gather (bits: NaN payloads, −0.0)
+    padded = _padded(e, flat, dt)
+    at = e.cast(spos, ir.DataType.INT32)
+    data = e.take(padded, at)
+    no_nan = e.op("Less", e.take(last_nan_at, at), e.const(np.float32(0)))
+    compare = "Greater" if red == "max" else "Less"
+    keep = e.op("And", no_nan, e.op(compare, data, winner))
+    pairs = e.op("Concat", e.reshape(winner, [-1, 1]), e.reshape(data, [-1, 1]), axis=1)
+    column = e.reshape(e.cast(keep, ir.DataType.INT32), [-1, 1])
+    result = e.reshape(e.op("GatherElements", pairs, column, axis=1), [-1])
+    target = e.cast(e.op("Where", _not_last(e, spos), m, spos), ir.DataType.INT32)
+    written = e.op("ScatterElements", padded, target, result, axis=0)
+    return e.op("Slice", written, e.i64([0]), sizes.tensor(e, M), e.i64([0]))
+
+
+def _not_last(e: Emitter, skeys: ir.Value) -> ir.Value:
+    """Whether each sorted float key's run goes on after it: one Pad of −1 at the end (below
+    every key), one Slice, one Equal."""
+    edge = e.const(np.asarray(-1, dtype=np.float32))
+    after = e.op(
+        "Slice", e.pad(skeys, [0, 1], edge), e.i64([1]), e.i64([2**62]), e.i64([0])
+    )
+    return e.op("Equal", skeys, after)
 
 
 def _padded(e: Emitter, flat: ir.Value, dt: ir.DataType) -> ir.Value:

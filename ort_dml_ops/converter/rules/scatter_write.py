@@ -24,7 +24,6 @@ from .segscan import (
     BLOCK,
     fold_step,
     keep_step,
-    prefix_count,
     segmented_scan,
 )
 from .sizes import Size
@@ -72,7 +71,6 @@ def max_min_sequential(
     red: str,
     dt: ir.DataType,
     block: int,
-    keys_float: bool = False,
     lead: Size | None = None,
 ) -> ir.Value:
     """Per sorted update k: ONNX Runtime's sequential max/min of the data item and the updates
@@ -95,12 +93,9 @@ def max_min_sequential(
       the last of the items equal to the max / min).
 
     The scan reads the segments as flags (continues = not first, not NaN). `lead` (a length):
-    the scan's input and result are in the layout of `with_lead`; None: K items.
-
-    `keys_float` (the WebGPU-clean variant, `scatter_clean.py`): segment ids instead of flags,
-    counted in float32 (exact: K < 2^24), with the starts from `x == x` and And — the plugin has
-    no int32 Slice, IsNaN or Or, and no bool Pad or Split for the scan's run flags. The result
-    has K items.
+    the scan's input and result are in the layout of `with_lead`; None: K items. (float32 and
+    float16 take the sorts of `scatter_lean.float_max_min` instead; this is float64's and
+    bfloat16's rule.)
     """
     compare = "Greater" if red == "max" else "Less"
     neutral = e.const(
@@ -110,22 +105,6 @@ def max_min_sequential(
     take_data = e.op("And", e.op("Not", not_first), e.op(compare, d, svals))
     items = choose(e, svals, d, take_data, K)
     bound = sizes.upper_bound(K, MAX_SLOTS)
-    if keys_float:
-        # starts = first or NaN (x == x is "not NaN"): IsNaN and Or have no kernel; no bool
-        # flags into the scan (no bool Pad or Split there either): ids counted in float32
-        starts = e.op("Not", e.op("And", not_first, e.op("Equal", svals, svals)))
-        seg = prefix_count(e, e.cast(starts, ir.DataType.FLOAT), K, ir.DataType.FLOAT)
-        return segmented_scan(
-            e,
-            seg,
-            items,
-            K,
-            bound,
-            keep_step(compare),
-            neutral,
-            block=block,
-            key_dtype=np.float32,
-        )
     # continues = not first and not NaN: the flags the scan reads, no ids; laid out with the
     # lead item (`with_lead`) of `lead` items in all, where that is given
     cont = e.op("And", not_first, e.op("Not", e.op("IsNaN", svals)))

@@ -176,6 +176,20 @@ def test_scatter_kernel_figures_are_what_inspect_counts(kind, symbolic):
     assert row.added == cost.SCATTER_KERNELS[kind][1 if symbolic else 0]
 
 
+@pytest.mark.parametrize("symbolic", [False, True], ids=["static", "symbolic"])
+@pytest.mark.parametrize("kind", list(cost.WEBGPU_CLEAN_SCATTER_KERNELS))
+def test_webgpu_clean_kernel_figures_are_what_inspect_counts(kind, symbolic):
+    """The WebGPU-clean variant's kernels (cost.WEBGPU_CLEAN_SCATTER_KERNELS) are the non-view
+    kernels `inspect` places on the WebGPU plugin for the graph convert emits, counted as
+    tools/lowering_budget.py counts them (float32, 300 × 300)."""
+    from ort_dml_ops.bench import budget
+
+    case = budget.OpCase("ScatterElements", "float32", symbolic, kind)
+    row = budget.measure_op(case, "webgpu", passes=False)
+    assert row.action == "lowered"
+    assert row.added == cost.WEBGPU_CLEAN_SCATTER_KERNELS[kind][1 if symbolic else 0]
+
+
 def _symbolic_scatter(reduction: str):
     return elements_model(["rows", "cols"], ["rows", "cols"], 1, reduction, np.float32)
 
