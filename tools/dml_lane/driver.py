@@ -75,7 +75,9 @@ class Case:
     `ort_dml_ops.InferenceSession` (the Python fallback custom ops registered).
     session_options: SessionOptions attributes by name (e.g. {"graph_optimization_level":
     "ORT_ENABLE_ALL"}), plus "config": {key: value} session config entries (e.g.
-    {"ep.dml.disable_graph_fusion": "1"}) and "provider_options": extra DML EP options.
+    {"ep.dml.disable_graph_fusion": "1"}), "provider_options": extra DML EP options, and
+    "timed_runs": that many runs after the first, timed (`CaseResult.run_s`; set
+    "enable_profiling": False with it, so that the profiler's events are not timed too).
     """
 
     name: str
@@ -110,6 +112,7 @@ class CaseResult:
     #: where it failed: options | session | providers | run | crash | done
     stage: str = ""
     session_s: float | None = None
+    run_s: float | None = None  # median of the timed runs (session_options timed_runs)
     log: str = ""  # this case's part of ORT's log (noise removed)
 
     def on(self, provider: str = DML) -> list[str]:
@@ -412,6 +415,7 @@ def run_cases(cases: list[Case], *, sessions_per_process: int = 4) -> list[CaseR
                     memcpy=[n for n, op in kernels if op.startswith("Memcpy")],
                     stage=r.get("stage", ""),
                     session_s=r.get("session_s"),
+                    run_s=r.get("run_s"),
                     log="\n".join(m for m in msgs if not m.startswith(_NOISE)),
                 )
             if len(done_ids) < len(chunk):
