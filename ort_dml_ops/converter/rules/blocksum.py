@@ -42,6 +42,7 @@ only −0.0 leaves its data as ORT's kernel does.
 from __future__ import annotations
 
 import dataclasses
+import math
 
 import numpy as np
 import onnx_ir as ir
@@ -104,7 +105,19 @@ def run_folds(
     the values' types. The result has at least n items."""
     key_fill = e.const(np.asarray(-1, dtype=key_dtype))
     identity = e.const(np.asarray(fold.identity, dtype=dtype))
-    out, _ = _level(e, keys, vals, n, bound, plan(n, fold), key_fill, identity, fold)
+    widths = plan(n, fold)
+    aligned = False
+    if not isinstance(n, int):
+        # a run-time n is padded once to whole blocks of every level (8 · 64 · 64 items): no
+        # level below pads, and no size is computed per level (a Pad pair and five CPU nodes
+        # each, against at most 32,767 items of +0.0 / 1 more to fold)
+        unit = math.prod(widths)
+        padded = sizes.mul(e, sizes.ceil_div(e, n, unit), unit)
+        keys, vals = _pad(e, keys, vals, n, padded, key_fill, identity)
+        n, aligned = padded, True
+    out, _ = _level(
+        e, keys, vals, n, bound, widths, key_fill, identity, fold, aligned=aligned
+    )
     return out
 
 
@@ -204,10 +217,12 @@ def _level(
     identity: ir.Value,
     fold: Fold,
     top: bool = True,
+    aligned: bool = False,
 ) -> tuple[ir.Value, Size]:
     """(folds, their length ≥ n) for one level and everything below it. `widths`: this level's
     block width and those below (`plan`); `key_fill`: −1 in the keys' type (below every real
-    key); `identity`: the fold's, in the values' type."""
+    key); `identity`: the fold's, in the values' type; `aligned`: n is whole blocks of this
+    level and every level below (`run_folds` padded it)."""
     if not widths or bound <= LAST:
         width = n if isinstance(n, int) else LAST
         if not isinstance(n, int):
@@ -224,9 +239,15 @@ def _level(
         )
         return e.reshape(block, [-1]), width
     width = widths[0]
-    blocks = sizes.ceil_div(e, n, width)
-    padded = sizes.mul(e, blocks, width)
-    if not (isinstance(n, int) and n == padded):
+    if aligned:
+        blocks: Size = (
+            n // width if isinstance(n, int) else e.op("Div", n, e.i64([width]))
+        )
+        padded: Size = n
+    else:
+        blocks = sizes.ceil_div(e, n, width)
+        padded = sizes.mul(e, blocks, width)
+    if not aligned and not (isinstance(n, int) and n == padded):
         keys, vals = _pad(e, keys, vals, n, padded, key_fill, identity)
     P = e.reshape(keys, [-1, width])
     folds = _block_folds(
@@ -245,6 +266,7 @@ def _level(
         identity,
         fold,
         False,
+        aligned,
     )
     # the previous block's end, for every block (the first block has none: a key no item holds)
     prev_key = e.pad(end_keys, [1, -1], key_fill)

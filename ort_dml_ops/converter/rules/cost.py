@@ -38,8 +38,8 @@ SCATTER_PASSES = {
     "none": (10.0, 15.3),
     # float add / mul: block folds (blocksum.py) — more bytes than the chain scan, a fourth of
     # its kernels
-    "add": (37.5, 50.5),
-    "mul": (43.8, 79.0),
+    "add": (37.5, 50.7),
+    "mul": (43.8, 79.6),
     # the sort-based folds (scatter_lean.py): three sorts for float max / min, two for integers,
     # one sort and one CumSum for integer add
     "max": (50.5, 54.5),
@@ -64,8 +64,8 @@ WEBGPU_SCATTER_COPIES = {
 #: indices' upload that the index guard's CPU-side min / max causes (none without the guard)
 WEBGPU_CLEAN_SCATTER_PASSES = {
     "none": (14.3, 14.3),
-    "add": (36.5, 48.5),
-    "mul": (42.8, 77.0),
+    "add": (36.5, 48.7),
+    "mul": (42.8, 77.6),
     # float max / min: four sorts (scatter_clean.sorted_max_min)
     "max": (50.3, 52.3),
     "min": (50.3, 52.3),
@@ -87,8 +87,8 @@ CHAIN_PASSES = 3.0
 #: tests/converter/rules/test_cost.py counts them again.
 SCATTER_KERNELS = {
     "none": (14, 32),
-    "add": (52, 82),
-    "mul": (53, 84),
+    "add": (52, 78),
+    "mul": (53, 80),
     "max": (56, 71),
     "min": (56, 71),
     "int_max_min": (24, 37),
@@ -98,8 +98,8 @@ SCATTER_KERNELS = {
 #: the WebGPU-clean variant's kernels on the WebGPU plugin, counted the same way
 WEBGPU_CLEAN_SCATTER_KERNELS = {
     "none": (13, 19),
-    "add": (45, 70),
-    "mul": (46, 71),
+    "add": (45, 66),
+    "mul": (46, 67),
     "max": (47, 57),
     "min": (47, 57),
 }
