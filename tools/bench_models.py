@@ -80,15 +80,18 @@ def main(argv=None) -> int:
         print(f"{m.name}: cpu done ({time.perf_counter() - t0:.0f} s)", flush=True)
     if lane_cases:
         from dml_lane.driver import Case, run_cases
+        from ort_dml_ops import fallback
 
         cases = []
         for name, k, model, converted, scaled in lane_cases:
             for variant, mdl in (("original", model), ("converted", converted)):
+                # a model with the project's CumProd runs with its Python fallback registered
                 cases.append(
                     Case(
                         f"{name}@{k}:{variant}",
                         mdl,
                         scaled,
+                        use_fallback=fallback.uses_fallback(mdl),
                         session_options=LANE_OPTIONS,
                     )
                 )
@@ -128,10 +131,17 @@ def _ms(v) -> str:
 def _pair(entry: dict | None, a: str, b: str) -> str:
     if not entry:
         return "-"
+    if entry.get(a) is None and entry.get(b) is not None:
+        return f"n/a → {_ms(entry[b])}"  # the original cannot run there (the notes say why)
     if entry.get(a) is None or entry.get(b) is None:
-        return "n/a" if not entry.get("note") else "n/a*"
+        return "n/a"
     flag = "" if entry.get("same", True) else " ≠"
     return f"{_ms(entry[a])} → {_ms(entry[b])}{flag}"
+
+
+def _at(by_scale: dict, k: int) -> dict | None:
+    """by_scale[k], keyed by int here and by str once read back from JSON."""
+    return by_scale.get(k) or by_scale.get(str(k))
 
 
 def markdown(rows: list[dict]) -> str:
@@ -145,7 +155,7 @@ def markdown(rows: list[dict]) -> str:
     )
     lines = [head, "|" + "---|" * (5 + 2 * len(scales))]
     for r in rows:
-        lane1 = r["lane"].get(1) or r["lane"].get("1") or {}
+        lane1 = _at(r["lane"], 1) or {}
         cells = [
             r["name"],
             f"{r['kernels'][0]} → {r['kernels'][1]}",
@@ -153,13 +163,34 @@ def markdown(rows: list[dict]) -> str:
             f"{_ms(r['session_cpu_ms'][0])} → {_ms(r['session_cpu_ms'][1])}",
             _pair(lane1, "original_session_s", "converted_session_s"),
         ]
-        cells += [_pair(r["cpu"].get(k), "original_ms", "converted_ms") for k in scales]
         cells += [
-            _pair(r["lane"].get(k), "original_run_ms", "converted_run_ms")
+            _pair(_at(r["cpu"], k), "original_ms", "converted_ms") for k in scales
+        ]
+        cells += [
+            _pair(_at(r["lane"], k), "original_run_ms", "converted_run_ms")
             for k in scales
         ]
         lines.append("| " + " | ".join(cells) + " |")
-    return "\n".join(lines) + "\n"
+    return "\n".join(lines) + "\n\n" + notes(rows)
+
+
+def notes(rows: list[dict]) -> str:
+    """Each reason a cell is n/a, with the models (side, sizes) it applies to."""
+    why: dict[str, dict[tuple[str, str], list[str]]] = {}
+    for r in rows:
+        for side in ("cpu", "lane"):
+            for k, entry in r[side].items():
+                if entry.get("note"):
+                    cells = why.setdefault(entry["note"], {})
+                    cells.setdefault((r["name"], side), []).append(f"×{int(k):,}")
+    out = []
+    for reason, cells in why.items():
+        listed = ", ".join(
+            f"{name} ({side} {' '.join(sizes)})"
+            for (name, side), sizes in cells.items()
+        )
+        out.append(f"- {reason}: {listed}\n")
+    return "".join(out)
 
 
 if __name__ == "__main__":
