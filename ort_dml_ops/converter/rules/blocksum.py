@@ -226,17 +226,8 @@ def _level(
     if not widths or bound <= LAST:
         width = n if isinstance(n, int) else LAST
         if not isinstance(n, int):
-            keys, vals = _pad(e, keys, vals, n, LAST, key_fill, identity)
-        block = _block_folds(
-            e,
-            e.reshape(keys, [1, width]),
-            e.reshape(vals, [1, width]),
-            width,
-            not top,
-            identity,
-            fold,
-            key_fill,
-        )
+            keys, vals = _pad(e, keys, vals, n, LAST, key_fill, identity, not top)
+        block = _block_folds(e, keys, vals, width, not top, identity, fold, key_fill)
         return e.reshape(block, [-1]), width
     width = widths[0]
     if aligned:
@@ -248,13 +239,13 @@ def _level(
         blocks = sizes.ceil_div(e, n, width)
         padded = sizes.mul(e, blocks, width)
     if not aligned and not (isinstance(n, int) and n == padded):
-        keys, vals = _pad(e, keys, vals, n, padded, key_fill, identity)
+        keys, vals = _pad(e, keys, vals, n, padded, key_fill, identity, not top)
     P = e.reshape(keys, [-1, width])
-    folds = _block_folds(
-        e, P, e.reshape(vals, [-1, width]), width, not top, identity, fold, key_fill
-    )
-    end_keys = e.reshape(e.slice(P, [width - 1], [width], [1]), [-1])
-    end_folds = e.reshape(e.slice(folds, [width - 1], [width], [1]), [-1])
+    folds = _block_folds(e, keys, vals, width, not top, identity, fold, key_fill)
+    # the ends stay [blocks, 1]: the level below reshapes them once (a chain of reshapes is
+    # what ORT's ReshapeFusion may or may not fuse, and `inspect` would have to follow it)
+    end_keys = e.slice(P, [width - 1], [width], [1])
+    end_folds = e.slice(folds, [width - 1], [width], [1])
     below, below_len = _level(
         e,
         end_keys,
@@ -269,13 +260,13 @@ def _level(
         aligned,
     )
     # the previous block's end, for every block (the first block has none: a key no item holds)
-    prev_key = e.pad(end_keys, [1, -1], key_fill)
+    prev_key = e.pad(end_keys, [1, 0, -1, 0], key_fill)  # [blocks, 1], shifted by one
     prev_fold = e.pad(
         below,
         sizes.concat(e, [1, sizes.sub(e, blocks, sizes.add(e, below_len, 1))]),
         identity,
     )
-    prev = e.reshape(prev_key, [-1, 1])
+    prev = prev_key
     if (
         fold.flip
     ):  # another key than the previous block end's (greater, where keys are sorted)
@@ -303,7 +294,8 @@ def _block_folds(
     key_fill: ir.Value,
 ) -> ir.Value:
     """[blocks, width]: each item's fold over the items of its block with its key (`prefix`:
-    only those at or before it). `key_fill`: a constant of the keys' type."""
+    only those at or before it). `P`, `V`: the keys and values, whole blocks in any shape (each
+    is reshaped once here); `key_fill`: a constant of the keys' type."""
     if fold.flip:
         floats = key_fill.dtype == ir.DataType.FLOAT
         dtype = np.float32 if floats else np.int32
@@ -351,8 +343,10 @@ def _pad(
     to: Size,
     key_fill: ir.Value,
     identity: ir.Value,
+    column: bool = False,
 ) -> tuple[ir.Value, ir.Value]:
     """keys and values padded at the end from n to `to` items (keys −1: a run of their own,
-    after every real item, never read)."""
-    pads = sizes.concat(e, [0, sizes.sub(e, to, n)])
+    after every real item, never read). `column`: they are [n, 1] (a level's block ends)."""
+    more = sizes.sub(e, to, n)
+    pads = sizes.concat(e, [0, 0, more, 0] if column else [0, more])
     return e.pad(keys, pads, key_fill), e.pad(vals, pads, identity)
