@@ -35,7 +35,7 @@ import onnx_ir as ir
 
 from . import blocksum, sizes
 from .emitter import Emitter
-from .scatter_lean import continues
+from .scatter_lean import continues, not_last
 from .sizes import Size
 
 #: targets that take this variant
@@ -211,7 +211,9 @@ def sorted_max_min(
         e.const(np.asarray([-1], np.float32)),
         sizes.concat(e, [sizes.add(e, M, 1)]),
     )
-    target1 = e.cast(e.op("Where", _not_last(e, pos1), m, pos1), ir.DataType.INT32)
+    target1 = e.cast(
+        e.op("Where", not_last(e, pos1, np.float32), m, pos1), ir.DataType.INT32
+    )
     last_nan_at = e.op("ScatterElements", unset, target1, last_nan, axis=0)  # [M + 1]
     # 2. updates after their run's last NaN keep their value as the key, the others ∓∞
     pos_int = e.cast(keys, ir.DataType.INT32)
@@ -239,19 +241,11 @@ def sorted_max_min(
     pairs = e.op("Concat", e.reshape(winner, [-1, 1]), e.reshape(data, [-1, 1]), axis=1)
     column = e.reshape(e.cast(keep, ir.DataType.INT32), [-1, 1])
     result = e.reshape(e.op("GatherElements", pairs, column, axis=1), [-1])
-    target = e.cast(e.op("Where", _not_last(e, spos), m, spos), ir.DataType.INT32)
+    target = e.cast(
+        e.op("Where", not_last(e, spos, np.float32), m, spos), ir.DataType.INT32
+    )
     written = e.op("ScatterElements", padded, target, result, axis=0)
     return e.op("Slice", written, e.i64([0]), sizes.tensor(e, M), e.i64([0]))
-
-
-def _not_last(e: Emitter, skeys: ir.Value) -> ir.Value:
-    """Whether each sorted float key's run goes on after it: one Pad of −1 at the end (below
-    every key), one Slice, one Equal."""
-    edge = e.const(np.asarray(-1, dtype=np.float32))
-    after = e.op(
-        "Slice", e.pad(skeys, [0, 1], edge), e.i64([1]), e.i64([2**62]), e.i64([0])
-    )
-    return e.op("Equal", skeys, after)
 
 
 def _padded(e: Emitter, flat: ir.Value, dt: ir.DataType) -> ir.Value:

@@ -212,7 +212,7 @@ def block_fold(
     folded = blocksum.run_folds(
         e, spos, svals, K, sizes.upper_bound(K, MAX_SLOTS), fold, dtype=work.numpy()
     )
-    last = unpool_slots(e, _write_target(e, spos, _not_last(e, spos), M), K, M)
+    last = unpool_slots(e, _write_target(e, spos, not_last(e, spos), M), K, M)
     # where no update lands: −0.0 for a float sum (x + −0.0 == x bit for bit), else the identity
     lead = -0.0 if red == "add" and work == ir.DataType.FLOAT else fold.identity
     total = at_slots(e, folded, last, e.const(np.asarray(lead, dtype=work.numpy())))
@@ -221,10 +221,11 @@ def block_fold(
     return e.op(fold.op, flat, total)
 
 
-def _not_last(e: Emitter, spos: ir.Value) -> ir.Value:
+def not_last(e: Emitter, spos: ir.Value, key_dtype: type = np.int32) -> ir.Value:
     """Whether each sorted position's run goes on after it: one Pad of −1 at the end (below
-    every position), one Slice, one Equal."""
-    edge = e.const(np.asarray(-1, dtype=np.int32))
+    every position), one Slice, one Equal. `key_dtype`: the keys' type (float32 in the
+    WebGPU-clean variant)."""
+    edge = e.const(np.asarray(-1, dtype=key_dtype))
     after = e.op(
         "Slice", e.pad(spos, [0, 1], edge), e.i64([1]), e.i64([2**62]), e.i64([0])
     )
