@@ -99,10 +99,12 @@ def run_folds(
     fold: Fold = SUM,
     key_dtype: type = np.int32,
     dtype: np.dtype | type = np.float32,
+    spare: bool = False,
 ) -> ir.Value:
     """Item i: the fold of its run's values up to i (read it at each run's last item). `bound`:
     a convert-time upper bound of n (n itself where static); `key_dtype`, `dtype`: the keys' and
-    the values' types. The result has at least n items."""
+    the values' types. The result has at least n items; with `spare`, at least n + 1 where n
+    is only known at run time (an item for a caller's dummy, n = 0 included)."""
     key_fill = e.const(np.asarray(-1, dtype=key_dtype))
     identity = e.const(np.asarray(fold.identity, dtype=dtype))
     widths = plan(n, fold)
@@ -112,7 +114,12 @@ def run_folds(
         # level below pads, and no size is computed per level (a Pad pair and five CPU nodes
         # each, against at most 32,767 items of +0.0 / 1 more to fold)
         unit = math.prod(widths)
-        padded = sizes.mul(e, sizes.ceil_div(e, n, unit), unit)
+        blocks = (
+            e.op("Div", sizes.tensor(e, sizes.add(e, n, unit)), e.i64([unit]))
+            if spare
+            else sizes.ceil_div(e, n, unit)
+        )
+        padded = sizes.mul(e, blocks, unit)
         keys, vals = _pad(e, keys, vals, n, padded, key_fill, identity)
         n, aligned = padded, True
     out, _ = _level(

@@ -28,7 +28,9 @@ is an int when the graph knows it and otherwise comes from `Shape` / `Size` at r
    `scatter_write.py`);
 3. write: MaxUnpool puts the slot number s = i + 1 of each run's last sorted update i at the
    run's position (every other slot goes to a dummy position M, sliced off), so A[m] names
-   the update that lands on m, 0 where none does. Add, mul and integer max / min: output =
+   the update that lands on m, 0 where none does. Float add unpools each run's negated sum
+   instead: output = data − U, +0.0 where no update lands (x − (+0.0) == x, −0.0 included).
+   Mul, integer add and integer max / min: output =
    data op (the scan's output at A — the op's identity at the lead item); float max / min
    and none: a gather from [data; results] at `Where(A > 0, M + result index, m)` — where
    M + K < 2^24 is static, at `Max(B, m)` with B the unpooled slots numbered from M on (one

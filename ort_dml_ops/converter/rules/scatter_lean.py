@@ -28,8 +28,10 @@ when the session is created; the segmented scan of `segscan.py` folds runs exact
   the −∞ keys is L itself. No NaN is ever a sort key, and values are copied, never
   recomputed (bit-exact: NaN payloads and signed zeros).
 
-Every write is a MaxUnpool of slot numbers (float32, exact below 2^24: K is guarded) at each
-run's position; other slots go to a dummy position M that is sliced off (`unpool_slots`).
+Every write is a MaxUnpool at each run's position; other items go to a dummy position M that is
+sliced off. It unpools slot numbers (float32, exact below 2^24: K is guarded; `unpool_slots`),
+which the data then reads its run's result at — except float add, which unpools each run's
+negated sum itself and subtracts it from the data (`unpool_values`, `_minus_unpooled_sums`).
 """
 
 from __future__ import annotations
@@ -111,19 +113,47 @@ def unpool_slots(
     M; where K <= M is known, the unpooled output is then M long and needs no Slice."""
     n_slots = K
     if not isinstance(K, int):
-        # padded before the Cast to int64 (a Pad of int32 writes half the bytes)
-        wide = target.dtype == ir.DataType.INT64
-        fill = sizes.scalar(e, M, np.int64 if wide else np.int32)
-        target = e.op("Pad", target, e.i64([0, 1]), fill, mode="constant")
+        target = _one_more(e, target, M)
         n_slots = sizes.add(e, K, 1)
     target = _int64(e, target)
-    slots = e.reshape(sizes.iota(e, n_slots, np.float32, start=start), [1, 1, -1])
+    slots = sizes.iota(e, n_slots, np.float32, start=start)
     exact = not dummy and isinstance(K, int) and isinstance(M, int) and K <= M
+    return _unpool(e, slots, target, n_slots, M, exact)
+
+
+def unpool_values(
+    e: Emitter, x: ir.Value, target: ir.Value, K: Size, M: Size
+) -> ir.Value:
+    """U[m] = x[i] where item i targets m, +0.0 where none does ([M], x's float type).
+
+    `target` as for `unpool_slots` (no two items but the dummy's share a position); `x` has K
+    items, or K + 1 where K is only known at run time (its last item goes to the dummy)."""
+    if not isinstance(K, int):
+        target = _one_more(e, target, M)
+        K = sizes.add(e, K, 1)
+    return _unpool(e, x, target, K, M, exact=False)
+
+
+def _one_more(e: Emitter, target: ir.Value, M: Size) -> ir.Value:
+    """target and one more item aimed at the dummy M (padded before the Cast to int64: a Pad of
+    int32 writes half the bytes)."""
+    wide = target.dtype == ir.DataType.INT64
+    fill = sizes.scalar(e, M, np.int64 if wide else np.int32)
+    return e.op("Pad", target, e.i64([0, 1]), fill, mode="constant")
+
+
+def _unpool(
+    e: Emitter, x: ir.Value, target: ir.Value, n: Size, M: Size, exact: bool
+) -> ir.Value:
+    """MaxUnpool of the n items of x at `target`, as [M] (`exact`: no item aims at the dummy
+    and n <= M, so the output is M long and needs no Slice)."""
+    target = _int64(e, target)
+    x = e.reshape(x, [1, 1, -1])
     # MaxUnpool's output may not be shorter than its input
-    L = M if exact else sizes.maximum(e, sizes.add(e, M, 1), n_slots)
+    L = M if exact else sizes.maximum(e, sizes.add(e, M, 1), n)
     unpooled = e.op(
         "MaxUnpool",
-        slots,
+        x,
         e.reshape(target, [1, 1, -1]),
         sizes.concat(e, [1, 1, L]),
         kernel_shape=[1],
@@ -209,16 +239,50 @@ def block_fold(
         )
     spos, perm = sort_by(e, pos, K, row)
     svals = take(e, vals, perm, row)
+    sum_float32 = red == "add" and work == ir.DataType.FLOAT
     folded = blocksum.run_folds(
-        e, spos, svals, K, sizes.upper_bound(K, MAX_SLOTS), fold, dtype=work.numpy()
+        e,
+        spos,
+        svals,
+        K,
+        sizes.upper_bound(K, MAX_SLOTS),
+        fold,
+        dtype=work.numpy(),
+        spare=sum_float32,
     )
-    last = unpool_slots(e, _write_target(e, spos, not_last(e, spos), M), K, M)
+    target = _write_target(e, spos, not_last(e, spos), M)
+    if sum_float32:
+        return _minus_unpooled_sums(e, flat, folded, target, K, M, dt)
+    last = unpool_slots(e, target, K, M)
     # where no update lands: −0.0 for a float sum (x + −0.0 == x bit for bit), else the identity
-    lead = -0.0 if red == "add" and work == ir.DataType.FLOAT else fold.identity
-    total = at_slots(e, folded, last, e.const(np.asarray(lead, dtype=work.numpy())))
+    total = at_slots(e, folded, last, e.const(np.asarray(fold.identity, work.numpy())))
     if work != dt:
-        total = e.cast(total, dt)  # −0.0 and 1 stay what they are
+        total = e.cast(total, dt)  # 1 stays 1
     return e.op(fold.op, flat, total)
+
+
+def _minus_unpooled_sums(
+    e: Emitter,
+    flat: ir.Value,
+    folded: ir.Value,
+    target: ir.Value,
+    K: Size,
+    M: Size,
+    dt: ir.DataType,
+) -> ir.Value:
+    """data − U, U the negated run sums unpooled at their positions (+0.0 where no update lands):
+    x − (+0.0) == x for every x, −0.0 included, and x − (−T) == x + T bit for bit (IEEE 754
+    defines x − y as x + (−y), and negation is exact). Five kernels from the run ends on — Neg,
+    Cast, MaxUnpool, Slice, Sub — where a gather of the sums at unpooled slot numbers took seven
+    (a lead item, two Casts, a Gather). `folded` (float32) has K items, more where the top
+    level was padded; K + 1 at least where K is only known at run time (`run_folds`' spare)."""
+    n = K if isinstance(K, int) else sizes.add(e, K, 1)
+    if not (isinstance(K, int) and blocksum.exact_length(K)):
+        folded = e.op("Slice", folded, e.i64([0]), sizes.tensor(e, n), e.i64([0]))
+    minus = unpool_values(e, e.op("Neg", folded), target, K, M)
+    if dt != ir.DataType.FLOAT:
+        minus = e.cast(minus, dt)  # float16: rounding commutes with negation
+    return e.op("Sub", flat, minus)
 
 
 def not_last(e: Emitter, spos: ir.Value, key_dtype: type = np.int32) -> ir.Value:
