@@ -111,7 +111,6 @@ def max_min_sequential(
     if lead is None:
         return segmented_scan(
             e,
-            None,
             items,
             K,
             bound,
@@ -123,7 +122,6 @@ def max_min_sequential(
     cont = with_lead(e, cont, K, lead, e.const(np.zeros((), dtype=bool)))
     return segmented_scan(
         e,
-        None,
         with_lead(e, items, K, lead, neutral),
         lead,
         sizes.upper_bound(lead, MAX_SLOTS + block),
@@ -233,7 +231,6 @@ def scatter_flat(
             )
             scanned = segmented_scan(
                 e,
-                None,
                 with_lead(e, svals, K, Kp, identity),
                 Kp,
                 sizes.upper_bound(Kp, MAX_SLOTS + block),

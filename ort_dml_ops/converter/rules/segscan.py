@@ -1,7 +1,7 @@
 """Segmented inclusive scan of a 1-D tensor in few full-size passes, for any run-time length.
 
-Input: the runs, as `keys` (int32 or float32, equal keys adjacent — sorted scatter positions)
-or as `cont` flags (element i continues element i − 1's run), and `vals`; output: for every
+Input: the runs, as `cont` flags (element i continues element i − 1's run: the sorted scatter
+positions compared with their neighbours by the caller), and `vals`; output: for every
 element, the fold of its run's values from the run's first element up to itself, folded left
 to right (`combine(earlier, later)`). The scatter rule reads it at each run's last element.
 
@@ -14,8 +14,8 @@ with the length, and the work is about one chain's worth of passes:
 2. the last column holds each block's partial run value; the same scan over those n/B block
    ends (recursively: chain again, then a short Hillis–Steele on what is left) gives each
    block end the value of its run so far;
-3. fix-up: an element still in the run that was open at its block's start (its key equals
-   the previous block end's, or its block's flags up to it all say "continues") combines the
+3. fix-up: an element still in the run that was open at its block's start (its block's flags
+   up to it all say "continues") combines the
    previous block's carry with its own value.
 
 Rounding: each output is a fold of its own run's values only (no prefix difference, so no
@@ -135,69 +135,51 @@ def prefix_count(
 
 def segmented_scan(
     e: Emitter,
-    keys: ir.Value | None,
     vals: ir.Value,
     n: Size,
     bound: int,
     step: Step,
     identity: ir.Value,
+    *,
+    cont: ir.Value,
     level: int = 0,
     block: int = BLOCK,
-    cont: ir.Value | None = None,
-    key_dtype: type = np.int32,
     aligned: bool = False,
 ) -> ir.Value:
-    """Inclusive scan of the 1-D `vals` (n elements, n ≤ bound) within runs of equal `keys`.
+    """Inclusive scan of the 1-D `vals` (n elements, n ≤ bound) within runs, where `cont` (bool,
+    n) says element i continues element i − 1's run.
 
-    `identity` is a 1-element tensor of vals' type (the pad value; padded slots never meet a
-    real run, since their key is −1 and real keys are ≥ 0). `block` is the chain's width: the
-    Split and Concat bind that many tensors, so a target that binds few (WebGPU: 8 storage
-    buffers per shader) passes its limit. `cont` (bool, n), where the caller has it: element i
-    continues element i − 1's run. With it the keys are not read (None will do): the chain
-    splits these flags (a quarter pass) instead of the int32 keys, and whether an element
-    continues the run open at its block's start is the running And of its block's flags — so
-    the keys are neither padded nor compared, and a caller need not make them. `key_dtype`: the
-    keys' element type — int32, or float32 holding integers below 2^24 (exact) where the target
-    slices no int32 (WebGPU). `aligned`: n is a whole number of blocks (the caller padded), so
-    no Pad and no Slice here even where n is only known at run time."""
+    `identity` is a 1-element tensor of vals' type (the pad value; padded elements start no run
+    and continue none that matters: they come after every real element). `block` is the chain's
+    width: the Split and Concat bind that many tensors, so a target that binds few (WebGPU: 8
+    storage buffers per shader) passes its limit. The chain splits the flags (a quarter pass of
+    int32 keys), and whether an element continues the run open at its block's start is the
+    running And of its block's flags. `aligned`: n is a whole number of blocks (the caller
+    padded), so no Pad and no Slice here even where n is only known at run time."""
     if bound <= 1:
         return vals
     B = block
     if level >= CHAIN_LEVELS or bound <= B:
-        if cont is not None:
-            # the rest is short (n / B² elements, or n ≤ B): run ids from the flags
-            keys = prefix_count(e, e.cast(e.op("Not", cont), ir.DataType.INT32), n)
-            key_dtype = np.int32
-        assert keys is not None  # the caller gives keys or flags
+        # the rest is short (n / B² elements, or n ≤ B): run ids from the flags
+        keys = prefix_count(e, e.cast(e.op("Not", cont), ir.DataType.INT32), n)
         return _hillis_steele(
-            e, keys, vals, n, math.ceil(math.log2(bound)), step, identity, key_dtype
+            e, keys, vals, n, math.ceil(math.log2(bound)), step, identity
         )
     nb = sizes.ceil_div(e, n, B)
     pad = 0 if aligned else sizes.sub(e, sizes.mul(e, nb, B), n)
     fill = e.reshape(identity, [])
-    minus1 = e.const(np.asarray(-1, dtype=key_dtype))
     if not (isinstance(pad, int) and pad == 0):
         pads = sizes.concat(e, [0, pad])
         vals = e.op("Pad", vals, pads, fill, mode="constant")
-        if cont is None:
-            assert keys is not None  # the caller gives keys or flags
-            keys = e.op("Pad", keys, pads, minus1, mode="constant")
-        else:
-            cont = e.op(
-                "Pad", cont, pads, e.const(np.zeros((), dtype=bool)), mode="constant"
-            )
+        cont = e.op(
+            "Pad", cont, pads, e.const(np.zeros((), dtype=bool)), mode="constant"
+        )
     V = e.reshape(vals, [-1, B])
     vcols = e.split(V, [1] * B, axis=1)
-    if cont is None:
-        assert keys is not None  # the caller gives keys or flags
-        Kk = e.reshape(keys, [-1, B])
-        kcols = e.split(Kk, [1] * B, axis=1)
-        sames = [None] + [e.op("Equal", kcols[j], kcols[j - 1]) for j in range(1, B)]
-    else:
-        sames = e.split(e.reshape(cont, [-1, B]), [1] * B, axis=1)
+    sames = e.split(e.reshape(cont, [-1, B]), [1] * B, axis=1)
     assert identity.dtype is not None  # a constant made by the caller
     news = None
-    if cont is not None and _fast(step):
+    if _fast(step):
         # the float chain reads "a new run starts" per column: one Not of the whole flags tensor
         # and one Split, where a Not per column took B − 1 kernels
         news = e.split(e.op("Not", e.reshape(cont, [-1, B])), [1] * B, axis=1)
@@ -205,43 +187,29 @@ def segmented_scan(
     S = e.op("Concat", *outs, axis=1)
     nb_bound = math.ceil(bound / B)
     if nb_bound > 1:
-        # the block ends' own scan reads keys or flags as this one does: with flags, open[:, j]
-        # says columns 0..j all continue, so column j is in the run that was open at the block's
-        # start; the last column says the whole block continues it, which is what consecutive
-        # ends ask of each other. It is "no run starts in columns 0..j": a count of the starts
-        # along the block (an int32 CumSum) equal to 0 — four kernels where a running And took
-        # one per column
+        # the block ends' own scan reads flags as this one does: open[:, j] says columns 0..j
+        # all continue, so column j is in the run that was open at the block's start; the last
+        # column says the whole block continues it, which is what consecutive ends ask of each
+        # other. It is "no run starts in columns 0..j": a count of the starts along the block
+        # (an int32 CumSum) equal to 0 — four kernels where a running And took one per column
         ends_v = e.reshape(outs[-1], [-1])
-        ends_k = ends_cont = opens = None
-        if cont is None:
-            ends_k = e.reshape(kcols[-1], [-1])
-        else:
-            starts = e.cast(e.op("Not", e.reshape(cont, [-1, B])), ir.DataType.INT32)
-            started = e.op("CumSum", starts, e.i32(1))
-            opens = e.op("Equal", started, e.i32(0))
-            last = e.op("Slice", opens, e.i64([B - 1]), e.i64([B]), e.i64([1]))
-            ends_cont = e.reshape(last, [-1])
+        starts = e.cast(e.op("Not", e.reshape(cont, [-1, B])), ir.DataType.INT32)
+        started = e.op("CumSum", starts, e.i32(1))
+        opens = e.op("Equal", started, e.i32(0))
+        last = e.op("Slice", opens, e.i64([B - 1]), e.i64([B]), e.i64([1]))
         carry = segmented_scan(
             e,
-            ends_k,
             ends_v,
             nb,
             nb_bound,
             step,
             identity,
-            level + 1,
-            block,
-            cont=ends_cont,
-            key_dtype=key_dtype,
+            cont=e.reshape(last, [-1]),
+            level=level + 1,
+            block=block,
         )
-        if ends_k is not None:
-            prev_key = e.reshape(shift(e, ends_k, 1, nb, minus1), [-1, 1])
-            match = e.op("Equal", Kk, prev_key)
-        else:
-            assert opens is not None  # made above from the flags
-            match = opens
         prev_carry = shift(e, carry, 1, nb, fill)
-        S = _fix_up(e, step, match, prev_carry, S, nb, B, identity)
+        S = _fix_up(e, step, opens, prev_carry, S, nb, B, identity)
     out = e.reshape(S, [-1])
     if not (isinstance(pad, int) and pad == 0):
         out = e.op("Slice", out, e.i64([0]), sizes.tensor(e, n), e.i64([0]))
@@ -371,11 +339,11 @@ def _hillis_steele(
     steps: int,
     step: Step,
     identity: ir.Value,
-    key_dtype: type = np.int32,
 ) -> ir.Value:
-    """`steps` doubling steps: exact for runs of up to 2^steps elements."""
+    """`steps` doubling steps over int32 run ids `keys`: exact for runs of up to 2^steps
+    elements."""
     fill = e.reshape(identity, [])
-    minus1 = e.const(np.asarray(-1, dtype=key_dtype))
+    minus1 = e.const(np.asarray(-1, dtype=np.int32))
     vals = e.reshape(vals, [-1, 1])  # 2-D columns for the steps' selects
     for k in range(steps):
         s = 1 << k
