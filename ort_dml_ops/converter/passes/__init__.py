@@ -1,7 +1,8 @@
 """The steps of `convert`, as `onnx_ir.passes` passes (one per module) on the one onnx-ir
 model, run in this order by `pipeline.run_passes`:
 
-1. `OpsetPass` — bring ai.onnx 22–26 down to one the target serves (rules/opset.py);
+1. `OpsetPass` — bring ai.onnx 22–26 down to one the target serves, or 18–26 to 17 where a
+   scatter without a reduction gets the DML EP's own kernel there (rules/opset.py);
 2. `InlineFamilyFunctionsPass` — inline the model-local functions that hold a family node;
 3. `InferShapesPass` — onnx's shape inference, the project's domain ops read as their twins;
 4. `FoldStaticIfsPass` — inline the If nodes the declared shapes decide (rules/fold_if.py);

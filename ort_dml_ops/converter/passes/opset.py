@@ -10,7 +10,8 @@ from .state import ConvertState
 
 
 class OpsetPass(onnx_ir.passes.InPlacePass):
-    """DML: ai.onnx 22–26 -> 21 when every node means the same there; report: `state.opset`."""
+    """DML: ai.onnx 22–26 -> 21, or (auto) 18–26 -> 17 for a scatter without a reduction, when
+    every node means the same there; report: `state.opset`."""
 
     def __init__(self, state: ConvertState):
         super().__init__()

@@ -1,7 +1,18 @@
-"""Models importing ai.onnx 22–26 -> ai.onnx 21, the newest opset the DML EP registers kernels for.
+"""Models importing ai.onnx 22–26 -> ai.onnx 21, the newest opset the DML EP registers kernels for;
+models importing 18–26 -> 17 where that gives a ScatterElements / ScatterND without a reduction
+the DML EP's own kernel.
 
 onnxruntime-directml 1.24.4 loads opset ≤ 25, but its DML EP registers nothing past 21, so at
 22–25 every op whose schema changed at 22+ finds no DML kernel; opset 26 does not load.
+
+ScatterElements and ScatterND are registered at 11, 13 and 16 with no end version, and ORT
+matches such a kernel only at the node's own since-version (kernel_registry.cc,
+`VerifyVersion`): at 18 on (where both schemas added the max and min reductions) no DML kernel
+serves them, and a scatter without a reduction, one kernel at opset 17, became a lowering of
+14 kernels (33 with run-time shapes). So under strategy auto a model importing 18–26 that holds
+such a node moves to 17 where every node reads the same there (the checks below, with the
+allowances of `_ALLOWED_AT_17`); then the rules see the scatter at 17, where the DML EP has its
+kernel. A node that blocks the move keeps the opset, and the report names it.
 
 The rewrite is exact or refused: each node's schema at the model's opset is compared with its
 schema at 21. A node whose schema did not change after 21 is the same operator. A node whose
@@ -26,6 +37,33 @@ from ..light import serialize_light
 
 #: newest ai.onnx opset whose kernels the DML EP registers
 DML_MAX_OPSET = 21
+#: newest ai.onnx opset at which the DML EP runs ScatterElements / ScatterND (since-version 16)
+DML_SCATTER_OPSET = 17
+#: ops whose schemas changed between 17 and 21 by what a node may leave unused: the opset-17
+#: schema means the same for a node that sets none of the listed attributes (or sets them to
+#: what is listed) and gives none of the listed inputs, except a constant `axes`, which moves
+#: into the attribute of that name (`_axes_to_attribute`). Cast / CastLike-19 added `saturate`,
+#: which acts on float8 only (types opset 13 does not allow, checked as for every node);
+#: Reduce*-18 moved `axes` to an input and added `noop_with_empty_axes` (0: the old meaning);
+#: Pad-18 added `axes`; Split-18 added `num_outputs`.
+_REDUCES = (
+    "ReduceL1",
+    "ReduceL2",
+    "ReduceLogSum",
+    "ReduceLogSumExp",
+    "ReduceMax",
+    "ReduceMean",
+    "ReduceMin",
+    "ReduceProd",
+    "ReduceSumSquare",
+)
+_ALLOWED_AT_17: dict[str, tuple[dict[str, object], tuple[str, ...]]] = {
+    "Cast": ({"saturate": None}, ()),
+    "CastLike": ({"saturate": None}, ()),
+    "Pad": ({}, ("axes",)),
+    "Split": ({"num_outputs": None}, ()),
+    **{r: ({"noop_with_empty_axes": 0}, ("axes",)) for r in _REDUCES},
+}
 
 
 def _schema(op: str, version: int):
@@ -68,9 +106,14 @@ def _type_strs(graph: onnx.GraphProto) -> dict[str, str]:
 
 
 def check_node(
-    node: onnx.NodeProto, src: int, dst: int, types: dict[str, str]
+    node: onnx.NodeProto,
+    src: int,
+    dst: int,
+    types: dict[str, str],
+    constants: frozenset[str] = frozenset(),
 ) -> str | None:
-    """None when `node` means the same at opset `dst` as at `src`, else the reason."""
+    """None when `node` means the same at opset `dst` as at `src`, else the reason. `constants`:
+    the names of constant values (initializers, Constant outputs) an allowance may read."""
     new = _schema(node.op_type, src)
     if new is None:
         return f"no schema for {node.op_type} at opset {src}"
@@ -79,7 +122,15 @@ def check_node(
     old = _schema(node.op_type, dst)
     if old is None:
         return f"{node.op_type} does not exist at opset {dst} (added at {new.since_version})"
-    if _sig(new) != _sig(old):
+    if node.op_type in ("ScatterElements", "ScatterND"):
+        reduction = next(
+            (a.s.decode() for a in node.attribute if a.name == "reduction"), "none"
+        )
+        if reduction in ("max", "min"):
+            return f"reduction {reduction} exists from {node.op_type}-18 on"
+    if _sig(new) != _sig(old) and not _allowed_difference(
+        node, new, old, dst, constants
+    ):
         return f"{node.op_type}-{new.since_version} differs from {node.op_type}-{old.since_version} in inputs, outputs or attributes"
     allowed = _allowed_types(old)
     formals = list(old.inputs) + list(old.outputs)
@@ -95,6 +146,35 @@ def check_node(
     return None
 
 
+def _allowed_difference(
+    node: onnx.NodeProto, new, old, dst: int, constants: frozenset[str]
+) -> bool:
+    """Whether `node` uses only what the `old` schema has (`_ALLOWED_AT_17`)."""
+    if dst > DML_SCATTER_OPSET or node.op_type not in _ALLOWED_AT_17:
+        return False
+    attrs, inputs = _ALLOWED_AT_17[node.op_type]
+    new_ins, new_outs, new_attrs = _sig(new)
+    old_ins, old_outs, old_attrs = _sig(old)
+    if node.op_type in _REDUCES:  # axes: Reduce*-13's attribute, Reduce*-18's input
+        old_attrs = tuple(a for a in old_attrs if a[0] != "axes")
+    stripped = (
+        tuple(i for i in new_ins if i[0] not in inputs),
+        new_outs,
+        tuple(a for a in new_attrs if a[0] not in attrs),
+    )
+    if stripped != (old_ins, old_outs, old_attrs):
+        return False
+    for a in node.attribute:
+        if a.name in attrs and attrs[a.name] != onnx.helper.get_attribute_value(a):
+            return False
+    names = [i.name for i in new.inputs]
+    for name, actual in zip(names, node.input):
+        movable = name == "axes" and node.op_type in _REDUCES and actual in constants
+        if name in inputs and actual and not movable:
+            return False
+    return True
+
+
 def _nodes(graph: onnx.GraphProto):
     for n in graph.node:
         yield graph, n
@@ -108,16 +188,21 @@ def _nodes(graph: onnx.GraphProto):
 def plan(
     model: ir.Model, target: str, strategy: str, light: onnx.ModelProto | None = None
 ) -> dict:
-    """Bring `model` to opset 21 in place for the DML target when needed; returns the report part.
+    """Bring `model` to opset 21, or to 17 (see the module docstring), in place for the DML
+    target when needed; returns the report part.
 
     The nodes are checked on a serialized copy without the weights (light.serialize_light;
     only element types are inferred: no data propagation, memory: docs/robustness.md); the
-    change itself (opset imports, CumProd-26 -> DOMAIN::CumProd) is made on `model`.
-    `light`: that copy when the caller already has it (it is only read).
+    change itself (opset imports, CumProd-26 -> DOMAIN::CumProd, constant Reduce axes into
+    their attribute) is made on `model`. `light`: that copy when the caller already has it (it
+    is only read).
     """
     src = model.opset_imports.get("", model.opset_imports.get("ai.onnx", 0))
     info: dict[str, Any] = {"from": src, "to": src, "changed": False, "reason": ""}
-    if target != "dml" or src <= DML_MAX_OPSET:
+    if target != "dml" or src <= DML_SCATTER_OPSET:
+        return info
+    scatters = _native_scatters(model) if strategy == "auto" else 0
+    if src <= DML_MAX_OPSET and not scatters:
         return info
     if strategy == "native":
         info["reason"] = (
@@ -137,15 +222,97 @@ def plan(
     types = {}
     for g, _ in _nodes(inferred.graph):
         types.update(_type_strs(g))
+    constants = frozenset(
+        [i.name for g, _ in _nodes(inferred.graph) for i in g.initializer]
+        + [i.name for i in inferred.graph.initializer]
+        + [
+            o
+            for _, n in _nodes(inferred.graph)
+            if n.op_type == "Constant" and n.domain in ("", "ai.onnx")
+            for o in n.output
+        ]
+    )
+    cumprods = sum(
+        1
+        for _, n in _nodes(inferred.graph)
+        if n.domain in ("", "ai.onnx") and n.op_type == "CumProd"
+    )
+    kept = ""
+    if scatters:
+        blockers = _blockers(inferred, light, src, DML_SCATTER_OPSET, types, constants)
+        if not blockers:
+            del light, inferred
+            _move(model, DML_SCATTER_OPSET, cumprods)
+            info.update(
+                to=DML_SCATTER_OPSET,
+                changed=True,
+                reason=f"opset {src} -> {DML_SCATTER_OPSET}: {scatters} ScatterElements / "
+                "ScatterND without a reduction get the DML EP's own kernel (registered up to "
+                f"since-version 16); every node checked against its opset-{DML_SCATTER_OPSET} schema"
+                + _cumprod_note(cumprods),
+            )
+            return info
+        kept = _kept(src, DML_SCATTER_OPSET, blockers)
+        if src <= DML_MAX_OPSET:
+            info.update(reason=kept, blockers=blockers)
+            return info
+    blockers = _blockers(inferred, light, src, DML_MAX_OPSET, types, constants)
+    del light, inferred
+    if blockers:
+        info["reason"] = _kept(src, DML_MAX_OPSET, blockers)
+        info["blockers"] = blockers
+        return info
+    _move(model, DML_MAX_OPSET, cumprods)
+    info.update(
+        to=DML_MAX_OPSET,
+        changed=True,
+        reason=f"opset {src} -> {DML_MAX_OPSET}: every node checked against its opset-{DML_MAX_OPSET} schema"
+        + _cumprod_note(cumprods)
+        + (f"; {kept}" if kept else ""),
+    )
+    return info
+
+
+def _cumprod_note(cumprods: int) -> str:
+    if not cumprods:
+        return ""
+    return f"; {cumprods} ONNX CumProd-26 node(s) -> {DOMAIN}::CumProd (same semantics)"
+
+
+def _kept(src: int, dst: int, blockers: list[str]) -> str:
+    why = f"kept opset {src}: cannot move to {dst} exactly: " + "; ".join(blockers[:5])
+    if len(blockers) > 5:
+        why += f"; and {len(blockers) - 5} more"
+    return why
+
+
+def _native_scatters(model: ir.Model) -> int:
+    """ScatterElements / ScatterND nodes without a reduction (ai.onnx, any graph)."""
+    count = 0
+    for node in ir.traversal.RecursiveGraphIterator(model.graph):
+        if node.domain in ("", "ai.onnx") and node.op_type in (
+            "ScatterElements",
+            "ScatterND",
+        ):
+            red = node.attributes.get("reduction")
+            count += red is None or red.as_string() == "none"
+    return count
+
+
+def _blockers(
+    inferred: onnx.ModelProto,
+    light: onnx.ModelProto,
+    src: int,
+    dst: int,
+    types: dict[str, str],
+    constants: frozenset[str],
+) -> list[str]:
+    """Why the nodes of the model (and of its functions) do not read the same at `dst`."""
     blockers = []
-    cumprods = 0
     for _, node in _nodes(inferred.graph):
-        if node.domain not in ("", "ai.onnx"):
+        if node.domain not in ("", "ai.onnx") or node.op_type == "CumProd":
             continue
-        if node.op_type == "CumProd":
-            cumprods += 1
-            continue
-        why = check_node(node, src, DML_MAX_OPSET, types)
+        why = check_node(node, src, dst, types, constants)
         if why:
             blockers.append(
                 f"node {node.name or node.op_type!r} ({node.op_type}): {why}"
@@ -156,55 +323,56 @@ def plan(
         )
         for node in f.node:
             if node.domain in ("", "ai.onnx") and node.op_type != "CumProd":
-                why = check_node(node, fsrc, DML_MAX_OPSET, {})
+                why = check_node(node, fsrc, dst, {})
                 if why and "unknown" not in why:
                     blockers.append(
                         f"function {f.name} node {node.name or node.op_type!r}: {why}"
                     )
-    del light, inferred
-    if blockers:
-        info["reason"] = (
-            f"kept opset {src}: cannot move to {DML_MAX_OPSET} exactly: "
-            + "; ".join(blockers[:5])
-        )
-        if len(blockers) > 5:
-            info["reason"] += f"; and {len(blockers) - 5} more"
-        info["blockers"] = blockers
-        return info
-    _move_to_max(model, cumprods)
-    info.update(
-        to=DML_MAX_OPSET,
-        changed=True,
-        reason=f"opset {src} -> {DML_MAX_OPSET}: every node checked against its opset-{DML_MAX_OPSET} schema"
-        + (
-            f"; {cumprods} ONNX CumProd-26 node(s) -> {DOMAIN}::CumProd (same semantics)"
-            if cumprods
-            else ""
-        ),
-    )
-    return info
+    return blockers
 
 
-def _lower_imports(imports: dict[str, int]) -> None:
+def _lower_imports(imports: dict[str, int], dst: int) -> None:
     for domain in ("", "ai.onnx"):
-        if imports.get(domain, 0) > DML_MAX_OPSET:
-            imports[domain] = DML_MAX_OPSET
+        if imports.get(domain, 0) > dst:
+            imports[domain] = dst
 
 
-def _move_to_max(model: ir.Model, cumprods: int) -> None:
-    """Import ai.onnx 21 everywhere; ONNX CumProd nodes become DOMAIN::CumProd."""
+def _move(model: ir.Model, dst: int, cumprods: int) -> None:
+    """Import ai.onnx `dst` everywhere; ONNX CumProd nodes become DOMAIN::CumProd; below 18, a
+    Reduce*'s constant `axes` input becomes its attribute (`_ALLOWED_AT_17`)."""
     for node in ir.traversal.RecursiveGraphIterator(model.graph):
-        if node.domain == "" and node.op_type == "CumProd":
-            node.domain = DOMAIN
+        _node_to(node, dst)
     for f in model.functions.values():
         for node in f:
-            if node.domain == "" and node.op_type == "CumProd":
-                node.domain = DOMAIN
-        _lower_imports(f.opset_imports)
+            _node_to(node, dst)
+        _lower_imports(f.opset_imports, dst)
         if cumprods or any(n.domain == DOMAIN for n in f):
             f.opset_imports.setdefault(DOMAIN, DOMAIN_VERSION)
     for domain in ("", "ai.onnx"):
         if domain in model.opset_imports:
-            model.opset_imports[domain] = DML_MAX_OPSET
+            model.opset_imports[domain] = dst
     if cumprods:
         model.opset_imports.setdefault(DOMAIN, DOMAIN_VERSION)
+
+
+def _node_to(node: ir.Node, dst: int) -> None:
+    if node.domain not in ("", "ai.onnx"):
+        return
+    if node.op_type == "CumProd":
+        node.domain = DOMAIN
+    elif node.op_type in _REDUCES and dst < 18:
+        _axes_to_attribute(node)
+
+
+def _axes_to_attribute(node: ir.Node) -> None:
+    """Reduce*-18's `axes` input (a constant: checked) as Reduce*-13's `axes` attribute."""
+    if len(node.inputs) < 2 or node.inputs[1] is None:
+        return
+    tensor = ir.convenience.get_const_tensor(node.inputs[1])
+    assert tensor is not None  # check_node allowed only a constant
+    axes = [int(a) for a in tensor.numpy().reshape(-1)]
+    if (
+        axes
+    ):  # none given: every axis, at 13 as at 18 (noop_with_empty_axes is 0: checked)
+        node.attributes["axes"] = ir.AttrInt64s("axes", axes)
+    node.resize_inputs(1)
