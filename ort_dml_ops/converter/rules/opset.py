@@ -45,7 +45,8 @@ DML_SCATTER_OPSET = 17
 #: into the attribute of that name (`_axes_to_attribute`). Cast / CastLike-19 added `saturate`,
 #: which acts on float8 only (types opset 13 does not allow, checked as for every node);
 #: Reduce*-18 moved `axes` to an input and added `noop_with_empty_axes` (0: the old meaning);
-#: Pad-18 added `axes`; Split-18 added `num_outputs`.
+#: Pad-18 added `axes` and Pad-19 the mode `wrap` (a tuple lists the values a node may set);
+#: Split-18 added `num_outputs`.
 _REDUCES = (
     "ReduceL1",
     "ReduceL2",
@@ -60,7 +61,7 @@ _REDUCES = (
 _ALLOWED_AT_17: dict[str, tuple[dict[str, object], tuple[str, ...]]] = {
     "Cast": ({"saturate": None}, ()),
     "CastLike": ({"saturate": None}, ()),
-    "Pad": ({}, ("axes",)),
+    "Pad": ({"mode": (b"constant", b"reflect", b"edge")}, ("axes",)),
     "Split": ({"num_outputs": None}, ()),
     **{r: ({"noop_with_empty_axes": 0}, ("axes",)) for r in _REDUCES},
 }
@@ -160,12 +161,16 @@ def _allowed_difference(
     stripped = (
         tuple(i for i in new_ins if i[0] not in inputs),
         new_outs,
-        tuple(a for a in new_attrs if a[0] not in attrs),
+        # an allowance on an attribute both schemas have limits its values only (Pad's mode)
+        tuple(a for a in new_attrs if a[0] not in attrs or a[0] in dict(old_attrs)),
     )
     if stripped != (old_ins, old_outs, old_attrs):
         return False
     for a in node.attribute:
-        if a.name in attrs and attrs[a.name] != onnx.helper.get_attribute_value(a):
+        if a.name not in attrs:
+            continue
+        value, allowed = onnx.helper.get_attribute_value(a), attrs[a.name]
+        if value not in (allowed if isinstance(allowed, tuple) else (allowed,)):
             return False
     names = [i.name for i in new.inputs]
     for name, actual in zip(names, node.input):

@@ -207,6 +207,7 @@ def test_scatternd_without_reduction_moves_too():
         ("scatter-max", "reduction max exists from ScatterElements-18"),
         ("split-num-outputs", "Split"),
         ("pad-axes", "Pad"),
+        ("pad-wrap", "Pad"),  # mode wrap: from Pad-19 on
     ],
 )
 def test_what_reads_otherwise_at_17_keeps_the_opset(case, blocker):
@@ -231,10 +232,13 @@ def test_what_reads_otherwise_at_17_keeps_the_opset(case, blocker):
         ]
     if case == "pad-axes":
         extra = [helper.make_node("Pad", ["data", "pads", "", "pad_axes"], ["p"])]
+    if case == "pad-wrap":
+        extra = [helper.make_node("Pad", ["data", "pads4"], ["p"], mode="wrap")]
     model = _scatter_after_reduce(20, axes, extra=extra)
-    if case == "pad-axes":
+    if case.startswith("pad"):
         model.graph.initializer.extend(
             [
+                helper.make_tensor("pads4", TensorProto.INT64, [4], [0, 1, 0, 1]),
                 helper.make_tensor("pads", TensorProto.INT64, [2], [1, 1]),
                 helper.make_tensor("pad_axes", TensorProto.INT64, [1], [1]),
             ]
@@ -264,3 +268,20 @@ def test_a_reduction_scatter_alone_keeps_the_opset():
     model = _scatter_after_reduce(20, "const", reduction="add")
     result = convert(model, "dml")
     assert result.report.opset == {"from": 20, "to": 20, "changed": False, "reason": ""}
+
+
+def test_a_pad_in_an_old_mode_moves_with_the_scatter():
+    """Pad-19 with mode reflect and no axes reads the same as Pad-13: the model moves."""
+    pad = helper.make_node("Pad", ["data", "pads4"], ["p"], mode="reflect")
+    model = _scatter_after_reduce(20, "const", extra=[pad])
+    model.graph.initializer.append(
+        helper.make_tensor("pads4", TensorProto.INT64, [4], [0, 1, 0, 1])
+    )
+    model.graph.output.append(
+        helper.make_tensor_value_info("p", TensorProto.FLOAT, [4, 7])
+    )
+    result = convert(model, "dml")
+    assert result.report.opset["to"] == 17
+    feeds = _feeds(np.random.default_rng(2))
+    for got, want in zip(run_cpu(result.model, feeds), run_cpu(model, feeds)):
+        np.testing.assert_array_equal(got, want)
