@@ -93,6 +93,9 @@ def _uses_domain(model) -> bool:
 
 
 CONVERTED: dict = {}
+#: models that convert's auto strategy moves to opset 17 (rules/opset.py): their scatters
+#: without a reduction then run on the DML EP's own kernel, which these cases run
+MOVED_TO_17: dict = {}
 
 
 def _build():
@@ -111,6 +114,18 @@ def _build():
                     model,
                     e.inputs,
                     use_fallback=_uses_domain(model),
+                    session_options=AS_USERS_RUN,
+                )
+            )
+        auto = convert(e.model, "dml", strategy="auto")
+        if auto.report.opset["changed"] and auto.report.opset["to"] == 17:
+            MOVED_TO_17[key] = auto.model
+            cases.append(
+                Case(
+                    f"{key}:auto",
+                    auto.model,
+                    e.inputs,
+                    use_fallback=_uses_domain(auto.model),
                     session_options=AS_USERS_RUN,
                 )
             )
@@ -161,6 +176,22 @@ def test_converted_model_runs_on_dml(name, lane_results):
                 r.memcpy,
                 before.memcpy,
             )
+
+
+@pytest.mark.parametrize("name", sorted(MOVED_TO_17))
+def test_auto_at_opset_17_runs_its_scatters_on_the_dml_kernel(name, lane_results):
+    """A model auto moved to opset 17: it runs, every family node on the DML EP (the scatters
+    without a reduction on the EP's own kernel), outputs as torch's / the reference's."""
+    e, r = ENTRIES[name], lane_results[f"{name}:auto"]
+    assert r.ok, f"{name}: {r.stage}: {r.error}"
+    on_cpu = [(op, n) for op, n in _cpu_nodes(r) if op.startswith(FAMILY)]
+    assert not on_cpu, f"{name}: CumSum/CumProd/Scatter nodes on the CPU EP: {on_cpu}"
+    problems = e.compare(r.outputs)
+    assert not problems, f"{name} ({_summary(r)}):\n" + "\n".join(problems)
+
+
+def test_the_corpus_has_models_auto_moves_to_17():
+    assert len(MOVED_TO_17) >= 4, sorted(MOVED_TO_17)
 
 
 @pytest.mark.parametrize("name", list(ENTRIES))

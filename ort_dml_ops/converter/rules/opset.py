@@ -11,7 +11,8 @@ matches such a kernel only at the node's own since-version (kernel_registry.cc,
 serves them, and a scatter without a reduction, one kernel at opset 17, became a lowering of
 14 kernels (33 with run-time shapes). So under strategy auto a model importing 18–26 that holds
 such a node moves to 17 where every node reads the same there (the checks below, with the
-allowances of `_ALLOWED_AT_17`); then the rules see the scatter at 17, where the DML EP has its
+allowances of `_ALLOWED_AT_17`) and where the shapes rule out the ScatterElements DirectML
+refuses (`_unsafe_scatters`); then the rules see the scatter at 17, where the DML EP has its
 kernel. A node that blocks the move keeps the opset, and the report names it.
 
 The rewrite is exact or refused: each node's schema at the model's opset is compared with its
@@ -243,6 +244,18 @@ def plan(
         if n.domain in ("", "ai.onnx") and n.op_type == "CumProd"
     )
     kept = ""
+    unsafe = _unsafe_scatters(inferred.graph) if scatters else []
+    if unsafe:
+        kept = (
+            f"kept opset {src}: at {DML_SCATTER_OPSET} the DML EP would run "
+            + ", ".join(unsafe[:5])
+            + " itself, and DirectML fails a ScatterElements whose indices exceed the data "
+            "on its axis (80070057, measured on the lane) — shapes this graph does not bound"
+        )
+        scatters = 0
+        if src <= DML_MAX_OPSET:
+            info["reason"] = kept
+            return info
     if scatters:
         blockers = _blockers(inferred, light, src, DML_SCATTER_OPSET, types, constants)
         if not blockers:
@@ -302,6 +315,52 @@ def _native_scatters(model: ir.Model) -> int:
             red = node.attributes.get("reduction")
             count += red is None or red.as_string() == "none"
     return count
+
+
+def _dims(graph: onnx.GraphProto, name: str) -> list | None:
+    """The dims of value `name` as inferred (int, dim_param or None), or None where unranked."""
+    for vi in list(graph.input) + list(graph.value_info) + list(graph.output):
+        if vi.name == name and vi.type.tensor_type.HasField("shape"):
+            return [
+                d.dim_value if d.HasField("dim_value") else (d.dim_param or None)
+                for d in vi.type.tensor_type.shape.dim
+            ]
+    for init in graph.initializer:
+        if init.name == name:
+            return list(init.dims)
+    return None
+
+
+def _unsafe_scatters(graph: onnx.GraphProto) -> list[str]:
+    """ScatterElements without a reduction that DirectML may refuse at 17: it needs indices
+    sized like the data on every axis but `axis` (DML_SCATTER_OPERATOR_DESC; passes/rewrite.py
+    `_dml_scatter_shape_mismatch`) and fails with 80070057 where the indices are longer than the
+    data on the axis (measured on the lane: [6, 3] indices into [5, 3] data along axis 0; the
+    DML EP claims the node, so ORT fails the session or the run). Safe only where the inferred
+    shapes prove both: equal ints or one dim_param, and on the axis a length no longer than
+    the data's. ScatterND runs any count of updates there (measured), so it is never listed."""
+    unsafe = []
+    for g, node in _nodes(graph):
+        if node.op_type != "ScatterElements" or node.domain not in ("", "ai.onnx"):
+            continue
+        red = next(
+            (a.s.decode() for a in node.attribute if a.name == "reduction"), "none"
+        )
+        if red != "none":
+            continue
+        data, idx = _dims(g, node.input[0]), _dims(g, node.input[1])
+        axis = next((a.i for a in node.attribute if a.name == "axis"), 0)
+        if data is None or idx is None or len(data) != len(idx) or not data:
+            unsafe.append(node.name or node.op_type)
+            continue
+        axis %= len(data)
+        for d, (a, b) in enumerate(zip(data, idx)):
+            same = a is not None and a == b
+            shorter = d == axis and isinstance(a, int) and isinstance(b, int) and b <= a
+            if not (same or shorter):
+                unsafe.append(node.name or node.op_type)
+                break
+    return unsafe
 
 
 def _blockers(

@@ -285,3 +285,34 @@ def test_a_pad_in_an_old_mode_moves_with_the_scatter():
     feeds = _feeds(np.random.default_rng(2))
     for got, want in zip(run_cpu(result.model, feeds), run_cpu(model, feeds)):
         np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize(
+    "indices_dims",
+    [
+        ["updates", 3],
+        [6, 3],
+    ],  # a length the graph does not bound; one longer than the data's
+)
+def test_a_scatter_directml_may_refuse_keeps_the_opset(indices_dims):
+    """DirectML fails a ScatterElements whose indices are longer than the data on its axis
+    (80070057 on the lane, at session creation or run), so a model whose shapes do not rule
+    that out stays where the scatter is lowered; the report says why."""
+    data = ("data", np.float32, ["rows", 3] if indices_dims[0] == "updates" else [5, 3])
+    node = helper.make_node(
+        "ScatterElements", ["data", "indices", "updates"], ["y"], axis=0
+    )
+    model = _graph_model(
+        [node],
+        [
+            data,
+            ("indices", np.int64, indices_dims),
+            ("updates", np.float32, indices_dims),
+        ],
+        [("y", np.float32, data[2])],
+        opset=20,
+    )
+    result = convert(model, "dml", strategy="auto")
+    assert result.report.opset["to"] == 20 and not result.report.opset["changed"]
+    assert "indices exceed the data on its axis" in result.report.opset["reason"]
+    assert [n.action for n in result.report.nodes] != ["native"]
