@@ -244,7 +244,7 @@ def plan(
         if n.domain in ("", "ai.onnx") and n.op_type == "CumProd"
     )
     kept = ""
-    unsafe = _unsafe_scatters(inferred.graph) if scatters else []
+    unsafe = _unsafe_scatters(inferred) if scatters else []
     if unsafe:
         kept = (
             f"kept opset {src}: at {DML_SCATTER_OPSET} the DML EP would run "
@@ -331,16 +331,26 @@ def _dims(graph: onnx.GraphProto, name: str) -> list | None:
     return None
 
 
-def _unsafe_scatters(graph: onnx.GraphProto) -> list[str]:
+def _unsafe_scatters(model: onnx.ModelProto) -> list[str]:
     """ScatterElements without a reduction that DirectML may refuse at 17: it needs indices
     sized like the data on every axis but `axis` (DML_SCATTER_OPERATOR_DESC; passes/rewrite.py
     `_dml_scatter_shape_mismatch`) and fails with 80070057 where the indices are longer than the
     data on the axis (measured on the lane: [6, 3] indices into [5, 3] data along axis 0; the
     DML EP claims the node, so ORT fails the session or the run). Safe only where the inferred
     shapes prove both: equal ints or one dim_param, and on the axis a length no longer than
-    the data's. ScatterND runs any count of updates there (measured), so it is never listed."""
-    unsafe = []
-    for g, node in _nodes(graph):
+    the data's. ScatterND runs any count of updates there (measured), so it is never listed.
+    One in a model-local function is listed too: a body has no shapes to prove it by (it is
+    inlined after this step)."""
+    unsafe = [
+        f"{f.name}/{node.name or node.op_type}"
+        for f in model.functions
+        for node in f.node
+        if node.op_type == "ScatterElements"
+        and node.domain in ("", "ai.onnx")
+        and next((a.s for a in node.attribute if a.name == "reduction"), b"none")
+        == b"none"
+    ]
+    for g, node in _nodes(model.graph):
         if node.op_type != "ScatterElements" or node.domain not in ("", "ai.onnx"):
             continue
         red = next(

@@ -316,3 +316,37 @@ def test_a_scatter_directml_may_refuse_keeps_the_opset(indices_dims):
     assert result.report.opset["to"] == 20 and not result.report.opset["changed"]
     assert "indices exceed the data on its axis" in result.report.opset["reason"]
     assert [n.action for n in result.report.nodes] != ["native"]
+
+
+def test_a_scatter_in_a_local_function_keeps_the_opset():
+    """A model-local function's ScatterElements has no shapes to prove it safe by (bodies are
+    inlined after the opset step): the model keeps its opset even where the main graph's
+    scatter alone would move it, and the outputs stay ORT's."""
+    body = helper.make_function(
+        "local",
+        "Put",
+        ["d", "i", "u"],
+        ["o"],
+        [helper.make_node("ScatterElements", ["d", "i", "u"], ["o"], axis=1)],
+        opset_imports=[helper.make_opsetid("", 20)],
+    )
+    main = _scatter_after_reduce(
+        20,
+        "const",
+        extra=[
+            helper.make_node(
+                "Put", ["data", "indices", "updates"], ["z"], domain="local"
+            )
+        ],
+    )
+    main.functions.append(body)
+    main.opset_import.append(helper.make_opsetid("local", 1))
+    main.graph.output.append(
+        helper.make_tensor_value_info("z", TensorProto.FLOAT, [4, 5])
+    )
+    result = convert(main, "dml")
+    assert result.report.opset["to"] == 20, result.report.opset
+    assert "Put/ScatterElements" in result.report.opset["reason"]
+    feeds = _feeds(np.random.default_rng(3))
+    for got, want in zip(run_cpu(result.model, feeds), run_cpu(main, feeds)):
+        np.testing.assert_array_equal(got, want)
