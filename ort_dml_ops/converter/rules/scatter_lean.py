@@ -230,16 +230,16 @@ def block_fold(
     `blocksum.drop_negative_zeros`). float16 folds in float32 (ORT's CPU EP has no float16
     ReduceSum or ReduceProd; the fold rounds once, where ORT's kernel rounds at every update)."""
     fold = blocksum.fold_of(red)
-    work = ir.DataType.FLOAT if dt == ir.DataType.FLOAT16 else dt
+    work = ir.DataType.FLOAT  # float32 data, or float16 folded in float32 (`_lean`)
     if work != dt:
         vals = e.cast(vals, work)
-    if red == "add" and work == ir.DataType.FLOAT:
+    add = red == "add"
+    if add:
         pos = blocksum.drop_negative_zeros(
             e, pos, vals, sizes.on_device(e, M, np.int32)
         )
     spos, perm = sort_by(e, pos, K, row)
     svals = take(e, vals, perm, row)
-    sum_float32 = red == "add" and work == ir.DataType.FLOAT
     folded = blocksum.run_folds(
         e,
         spos,
@@ -248,13 +248,13 @@ def block_fold(
         sizes.upper_bound(K, MAX_SLOTS),
         fold,
         dtype=work.numpy(),
-        spare=sum_float32,
+        spare=add,
     )
     target = _write_target(e, spos, not_last(e, spos), M)
-    if sum_float32:
+    if add:
         return _minus_unpooled_sums(e, flat, folded, target, K, M, dt)
     last = unpool_slots(e, target, K, M)
-    # where no update lands: −0.0 for a float sum (x + −0.0 == x bit for bit), else the identity
+    # the product: 1 where no update lands (x · 1 == x bit for bit)
     total = at_slots(e, folded, last, e.const(np.asarray(fold.identity, work.numpy())))
     if work != dt:
         total = e.cast(total, dt)  # 1 stays 1
