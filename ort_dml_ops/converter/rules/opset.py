@@ -125,9 +125,7 @@ def check_node(
     if old is None:
         return f"{node.op_type} does not exist at opset {dst} (added at {new.since_version})"
     if node.op_type in ("ScatterElements", "ScatterND"):
-        reduction = next(
-            (a.s.decode() for a in node.attribute if a.name == "reduction"), "none"
-        )
+        reduction = _reduction(node)
         if reduction in ("max", "min"):
             return f"reduction {reduction} exists from {node.op_type}-18 on"
     if _sig(new) != _sig(old) and not _allowed_difference(
@@ -331,6 +329,19 @@ def _dims(graph: onnx.GraphProto, name: str) -> list | None:
     return None
 
 
+def _reduction(node: onnx.NodeProto) -> str:
+    """A scatter node's reduction attribute ("none" where unset)."""
+    return next((a.s.decode() for a in node.attribute if a.name == "reduction"), "none")
+
+
+def _none_scatter_elements(node: onnx.NodeProto) -> bool:
+    return (
+        node.op_type == "ScatterElements"
+        and node.domain in ("", "ai.onnx")
+        and _reduction(node) == "none"
+    )
+
+
 def _unsafe_scatters(model: onnx.ModelProto) -> list[str]:
     """ScatterElements without a reduction that DirectML may refuse at 17: it needs indices
     sized like the data on every axis but `axis` (DML_SCATTER_OPERATOR_DESC; passes/rewrite.py
@@ -345,18 +356,10 @@ def _unsafe_scatters(model: onnx.ModelProto) -> list[str]:
         f"{f.name}/{node.name or node.op_type}"
         for f in model.functions
         for node in f.node
-        if node.op_type == "ScatterElements"
-        and node.domain in ("", "ai.onnx")
-        and next((a.s for a in node.attribute if a.name == "reduction"), b"none")
-        == b"none"
+        if _none_scatter_elements(node)
     ]
     for g, node in _nodes(model.graph):
-        if node.op_type != "ScatterElements" or node.domain not in ("", "ai.onnx"):
-            continue
-        red = next(
-            (a.s.decode() for a in node.attribute if a.name == "reduction"), "none"
-        )
-        if red != "none":
+        if not _none_scatter_elements(node):
             continue
         data, idx = _dims(g, node.input[0]), _dims(g, node.input[1])
         axis = next((a.i for a in node.attribute if a.name == "axis"), 0)
