@@ -44,7 +44,7 @@ from ..runnable import check_original
 from ._common import serde_reason
 from .passes import ConvertState, Declared, convert_passes
 from .report import ConvertReport, NodeReport
-from .size_hints import size_hints
+from .size_hints import known_sizes
 
 __all__ = [
     "INLINE_LIMIT",
@@ -124,10 +124,18 @@ def convert(
         ) from None
     _function_input_types(proto, model_ir)
     value_info = value_info_names(original)
-    hints = size_hints(proto, dict(input_shapes or {}))
+    hints, bounds = known_sizes(proto, dict(input_shapes or {}))
     per_node = _check_node_strategies(proto, dict(node_strategies or {}))
     state = run_passes(
-        model_ir, target, strategy, check_indices, value_info, proto, hints, per_node
+        model_ir,
+        target,
+        strategy,
+        check_indices,
+        value_info,
+        proto,
+        hints,
+        per_node,
+        bounds,
     )
     if resorted:
         state.normalized.insert(0, SORTED_NOTE)
@@ -203,6 +211,7 @@ def run_passes(
     light: onnx.ModelProto | None = None,
     hints: dict[str, tuple[int, ...]] | None = None,
     node_strategies: dict[str, str] | None = None,
+    bounds: dict[str, tuple[int, ...]] | None = None,
 ) -> ConvertState:
     """Convert `model` in place (passes/); `value_info`: the names the input declared;
     `light`: `model` serialized without its weights when the caller has it (ConvertState.light;
@@ -214,6 +223,7 @@ def run_passes(
         declared=Declared.of(model, value_info),
         light=light,
         size_hints=hints or {},
+        size_bounds=bounds or {},
         node_strategies=node_strategies or {},
     )
     try:

@@ -11,6 +11,7 @@ Reshape chains resolve as well).
 
 from __future__ import annotations
 
+import math
 import re
 
 import onnx
@@ -39,6 +40,161 @@ def size_hints(
     is a UserError (one line)."""
     if not input_shapes:
         return {}
+    hinted = _hinted(proto, input_shapes)
+    del hinted.graph.value_info[:]
+    try:
+        inferred = onnx.shape_inference.infer_shapes(hinted, data_prop=True)
+    except Exception:  # noqa: BLE001 - inference stops where onnx cannot follow: hints stay partial
+        inferred = hinted
+    out: dict[str, tuple[int, ...]] = {}
+    g = inferred.graph
+    for vi in [*g.input, *g.value_info, *g.output]:
+        dims = _dims(vi)
+        if dims is not None and all(isinstance(d, int) for d in dims):
+            out[vi.name] = tuple(int(d) for d in dims)
+    return out
+
+
+def known_sizes(
+    proto: onnx.ModelProto, input_shapes: dict[str, tuple[int, ...]]
+) -> tuple[dict[str, tuple[int, ...]], dict[str, tuple[int, ...]]]:
+    """(exact, at_most): `size_hints`, completed where every graph input's size is known
+    (declared or hinted) and a scatter's sizes are still open by ONNX Runtime's symbolic shape
+    inference (onnxruntime/tools/symbolic_shape_infer.py: it follows Shape → ConstantOfShape /
+    Expand / Range chains that onnx's data propagation leaves symbolic), and upper bounds for
+    dims only the data decides: a NonZero's count is at most its input's size, and a dim ORT
+    writes as a sum of products of such counts and whole numbers is bounded by the same sum.
+    `auto` reads a bound only as the CPU path's worst case (rules/cost.py)."""
+    exact = size_hints(proto, input_shapes)
+    hinted = _hinted(proto, input_shapes) if input_shapes else proto
+    if not _scatter_sizes_open(hinted, exact) or not _inputs_static(hinted):
+        return exact, {}
+    more, at_most = _ort_sizes(hinted)
+    for name, dims in more.items():
+        exact.setdefault(name, dims)
+    return exact, {k: v for k, v in at_most.items() if k not in exact}
+
+
+_SCATTERS = ("ScatterElements", "ScatterND", "Scatter")
+
+
+def _scatter_sizes_open(
+    proto: onnx.ModelProto, exact: dict[str, tuple[int, ...]]
+) -> bool:
+    """Does a scatter of the main graph have data or updates whose dims are neither declared
+    nor hinted?"""
+    declared = {
+        vi.name: _dims(vi) for vi in [*proto.graph.value_info, *proto.graph.input]
+    }
+    for node in proto.graph.node:
+        if node.op_type not in _SCATTERS or node.domain not in ("", "ai.onnx"):
+            continue
+        for name in (node.input[0], node.input[-1]):
+            dims = exact.get(name) or declared.get(name)
+            if dims is None or not all(isinstance(d, int) for d in dims):
+                return True
+    return False
+
+
+def _inputs_static(proto: onnx.ModelProto) -> bool:
+    initializers = {t.name for t in proto.graph.initializer}
+    for vi in proto.graph.input:
+        if vi.name in initializers:
+            continue
+        dims = _dims(vi)
+        if dims is None or not all(isinstance(d, int) for d in dims):
+            return False
+    return True
+
+
+def _ort_sizes(
+    proto: onnx.ModelProto,
+) -> tuple[dict[str, tuple[int, ...]], dict[str, tuple[int, ...]]]:
+    """(exact dims, upper bounds) from ONNX Runtime's symbolic shape inference; nothing where
+    it cannot follow the graph (it raises on ops it does not know, or on dims it would have to
+    guess: auto_merge off, so that no bound rests on a guess)."""
+    import logging
+
+    from onnxruntime.tools.symbolic_shape_infer import SymbolicShapeInference
+
+    model = onnx.ModelProto()
+    model.CopyFrom(proto)
+    del model.graph.value_info[:]
+    log = logging.getLogger("onnxruntime.tools.symbolic_shape_infer")
+    level, log.level = log.level, logging.CRITICAL
+    try:
+        inferred = SymbolicShapeInference.infer_shapes(
+            model, auto_merge=False, guess_output_rank=False, verbose=0
+        )
+    except Exception:  # noqa: BLE001 - its limits are many (unknown ops, contrib domains): no sizes then
+        return {}, {}
+    finally:
+        log.level = level
+    if inferred is None:
+        return {}, {}
+    g = inferred.graph
+    infos = {vi.name: vi for vi in [*g.input, *g.value_info, *g.output]}
+    counts: dict[str, int] = {}  # a NonZero's count symbol → its input's size
+    for node in g.node:
+        if node.op_type != "NonZero" or node.input[0] not in infos:
+            continue
+        size, out = _dims(infos[node.input[0]]), infos.get(node.output[0])
+        out_dims = _dims(out) if out is not None else None
+        if size is None or not all(isinstance(d, int) for d in size) or not out_dims:
+            continue
+        if len(out_dims) == 2 and isinstance(out_dims[1], str):
+            counts[out_dims[1]] = math.prod(int(d) for d in size)
+    exact: dict[str, tuple[int, ...]] = {}
+    at_most: dict[str, tuple[int, ...]] = {}
+    for name, vi in infos.items():
+        dims = _dims(vi)
+        if dims is None:
+            continue
+        if all(isinstance(d, int) for d in dims):
+            exact[name] = tuple(int(d) for d in dims)
+            continue
+        bounds = [d if isinstance(d, int) else _upper_bound(d, counts) for d in dims]
+        if all(b is not None for b in bounds):
+            at_most[name] = tuple(int(b) for b in bounds if b is not None)
+    return exact, at_most
+
+
+def _upper_bound(dim: str, counts: dict[str, int]) -> int | None:
+    """The largest value of `dim`, a sum of products of whole numbers and NonZero counts as
+    ORT's inference writes it ("NonZero_10_o0__d1 + 7", "2*NonZero_3_o0__d1"), each count at
+    its bound; None for anything else (a difference, a minimum, an unknown symbol: no bound)."""
+    total = 0
+    for term in dim.split(" + "):
+        value = 1
+        for factor in term.strip().split("*"):
+            factor = factor.strip()
+            if factor.isdigit():
+                value *= int(factor)
+            elif factor in counts:
+                value *= counts[factor]
+            else:
+                return None
+        total += value
+    return total
+
+
+def _dims(vi: onnx.ValueInfoProto) -> list[int | str] | None:
+    """A value's dims: whole numbers where known, the dim_param (or "") where not; None
+    without a shape."""
+    tensor = vi.type.tensor_type
+    if not vi.type.HasField("tensor_type") or not tensor.HasField("shape"):
+        return None
+    return [
+        d.dim_value if d.HasField("dim_value") else d.dim_param
+        for d in tensor.shape.dim
+    ]
+
+
+def _hinted(
+    proto: onnx.ModelProto, input_shapes: dict[str, tuple[int, ...]]
+) -> onnx.ModelProto:
+    """A copy of `proto` whose hinted inputs (and every input sharing their named dims) take
+    the hinted sizes; mistakes in the hints are UserErrors (one line)."""
     hinted = onnx.ModelProto()
     hinted.CopyFrom(proto)
     graph = hinted.graph
@@ -73,21 +229,7 @@ def size_hints(
         for d in vi.type.tensor_type.shape.dim:
             if d.HasField("dim_param") and d.dim_param in named:
                 d.dim_value = named[d.dim_param]
-    del graph.value_info[:]
-    try:
-        inferred = onnx.shape_inference.infer_shapes(hinted, data_prop=True)
-    except Exception:  # noqa: BLE001 - inference stops where onnx cannot follow: hints stay partial
-        inferred = hinted
-    out: dict[str, tuple[int, ...]] = {}
-    g = inferred.graph
-    for vi in [*g.input, *g.value_info, *g.output]:
-        tensor = vi.type.tensor_type
-        if not tensor.HasField("shape"):
-            continue
-        dims = tensor.shape.dim
-        if all(d.HasField("dim_value") for d in dims):
-            out[vi.name] = tuple(d.dim_value for d in dims)
-    return out
+    return hinted
 
 
 def _named_dims(

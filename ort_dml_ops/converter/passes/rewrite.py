@@ -54,6 +54,7 @@ class RewritePass(onnx_ir.passes.InPlacePass):
                         "model_opsets": model_opsets,
                         "max_io_width": max_io_width,
                         "size_hints": s.size_hints,
+                        "size_bounds": s.size_bounds,
                         "only_rule": only_rule,
                     },
                     graph=graph,
@@ -179,11 +180,13 @@ def _hinted_sizes(node: ir.Node, ctx: RewriteContext) -> tuple:
     """The hinted dims of the node's tensors (part of its memo key: two nodes alike but for
     their hinted sizes may cost differently)."""
     hints = ctx.options.get("size_hints") or {}
-    if not hints:
+    bounds = ctx.options.get("size_bounds") or {}
+    if not hints and not bounds:
         return ()
     values = [*node.inputs, *node.outputs]
     return tuple(
-        hints.get(v.name) if v is not None and v.name else None for v in values
+        (hints.get(v.name), bounds.get(v.name)) if v is not None and v.name else None
+        for v in values
     )
 
 

@@ -35,6 +35,9 @@ class ConvertState:
     reports: list[NodeReport] = dataclasses.field(default_factory=list)
     #: value name → dims known from `convert(input_shapes=...)` (converter/size_hints.py)
     size_hints: dict[str, tuple[int, ...]] = dataclasses.field(default_factory=dict)
+    #: value name → upper bounds of dims only the data decides (a NonZero's count), where the
+    #: inputs' sizes are known (converter/size_hints.py known_sizes)
+    size_bounds: dict[str, tuple[int, ...]] = dataclasses.field(default_factory=dict)
     #: a node's own strategy, by the name of its first output (`convert(node_strategies=...)`):
     #: one of the STRATEGIES, or "rule:NAME" for that rule alone (`tune` writes its choices so)
     node_strategies: dict[str, str] = dataclasses.field(default_factory=dict)

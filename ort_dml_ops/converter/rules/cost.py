@@ -174,6 +174,9 @@ class OptionCost:
     kernels: int | None = None  # kernels (dispatches) per run, where counted
     #: DeviceModel's estimate of one run, where the sizes are known (static or hinted)
     estimate_us: float | None = None
+    #: the estimate is a worst case: taken at an upper bound of a size only the data decides
+    #: (a NonZero's count, converter/size_hints.py known_sizes)
+    upper_bound: bool = False
 
     def to_dict(self) -> dict:
         fields = (
@@ -182,6 +185,7 @@ class OptionCost:
             ("kernels", self.kernels),
             ("bytes_moved", self.bytes_moved),
             ("estimate_us", self.estimate_us),
+            ("estimate_is_upper_bound", self.upper_bound or None),
             ("note", self.note),
         )
         return {k: v for k, v in fields if v not in (None, "")}
@@ -195,6 +199,7 @@ def node_costs(
     cost_facts: dict,
     data_on_host: bool = False,
     hints: dict[str, tuple[int, ...]] | None = None,
+    bounds: dict[str, tuple[int, ...]] | None = None,
 ) -> dict[str, OptionCost]:
     """The options of `node` on `target` with their costs (before any rewrite of the node).
 
@@ -202,7 +207,10 @@ def node_costs(
     float64, docs/webgpu.md) — its CPU path copies nothing, and a lowering there runs its
     TopK (int32 or int64 keys) and MaxUnpool off the device too (no WebGPU kernel for either).
     `hints`: value name → dims, where the caller knows sizes the graph leaves symbolic
-    (`convert --input-shape`); with static or hinted sizes each option gets an estimate."""
+    (`convert --input-shape`); with static or hinted sizes each option gets an estimate.
+    `bounds`: value name → upper bounds of dims only the data decides (a NonZero's count); the
+    CPU path's estimate may be taken at them, as its worst case (`upper_bound`): its loop and
+    its copies grow with the sizes."""
     out_bytes = _bytes(node.outputs[0] if node.outputs else None, hints)
     family = _family(node)
     opts: dict[str, OptionCost] = {}
@@ -255,12 +263,31 @@ def node_costs(
             node.inputs[2] if family == "scatter" and len(node.inputs) > 2 else None
         )
         upd_bytes = _bytes(updates, hints) if updates is not None else 0
-        if out_bytes is not None and upd_bytes is not None and family == "scatter":
+        cpu_out, worst = out_bytes, False
+        if family == "scatter" and bounds:
+            if cpu_out is None and node.outputs:
+                cpu_out = _bytes(node.outputs[0], bounds)
+                worst = cpu_out is not None
+            if upd_bytes is None and updates is not None:
+                upd_bytes = _bytes(updates, bounds)
+                worst = worst or upd_bytes is not None
+        if cpu_out is not None and upd_bytes is not None and family == "scatter":
             assert updates is not None and updates.dtype is not None
             n_updates = upd_bytes // max(int(updates.dtype.itemsize), 1)
-            moved = 0 if data_on_host else 2 * out_bytes + upd_bytes
+            moved = 0 if data_on_host else 2 * cpu_out + upd_bytes
             est = DEVICE.cpu_us(n_updates, copies, moved)
-            option = dataclasses.replace(option, estimate_us=round(est, 1))
+            option = dataclasses.replace(
+                option,
+                estimate_us=round(est, 1),
+                upper_bound=worst,
+                note=option.note
+                + (
+                    f"; at most {n_updates} updates (a NonZero's count is at most its "
+                    "input's size)"
+                    if worst
+                    else ""
+                ),
+            )
         opts["cpu"] = option
     return opts
 
@@ -276,8 +303,10 @@ def cheaper_on_cpu(costs: dict[str, OptionCost]) -> str | None:
     if low.estimate_us is not None and cpu.estimate_us is not None:
         if cpu.estimate_us < low.estimate_us:
             return (
-                f"at the sizes the model declares the CPU path is faster: about "
-                f"{cpu.estimate_us:g} µs (its kernel and {cpu.copies} copies) against "
+                f"at the sizes the model declares the CPU path is faster: "
+                f"{'at most' if cpu.upper_bound else 'about'} {cpu.estimate_us:g} µs (its "
+                f"kernel and {cpu.copies} copies"
+                f"{', at the most updates the data allows' if cpu.upper_bound else ''}) against "
                 f"{low.estimate_us:g} µs for the lowering ({low.kernels} kernels, "
                 f"{low.passes:g} passes; cost.DeviceModel)"
             )
@@ -323,6 +352,7 @@ def for_node(
         get_target(ctx.target).cost_facts,
         data_on_host=on_host,
         hints=ctx.options.get("size_hints"),
+        bounds=ctx.options.get("size_bounds"),
     )
 
 

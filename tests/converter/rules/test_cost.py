@@ -262,3 +262,116 @@ def test_input_shape_hint_mistakes_are_one_line_errors(tmp_path):
         assert "Traceback" not in proc.stderr and not out.exists()
     ok = _convert_cli(src, out, "--input-shape", "data=4000,4000", "--json", check=True)
     assert '"estimate_us"' in ok.stdout
+
+
+def _masked_scatter_add(n: int, m: int):
+    """x[target[mask]] += src[mask] as exporters write it: NonZero, Gathers, ScatterElements.
+    Every input is static; the number of updates is a NonZero's count, at most m."""
+    from onnx import TensorProto as T
+    from onnx import helper as h
+    from onnx import numpy_helper
+
+    nodes = [
+        h.make_node("NonZero", ["mask"], ["nz"], name="nonzero"),
+        h.make_node("Reshape", ["nz", "flat"], ["picked"], name="flatten"),
+        h.make_node("Gather", ["src", "picked"], ["updates"], name="take_src"),
+        h.make_node("Gather", ["target", "picked"], ["indices"], name="take_target"),
+        h.make_node(
+            "ScatterElements",
+            ["x", "indices", "updates"],
+            ["y"],
+            name="scatter_add",
+            axis=0,
+            reduction="add",
+        ),
+    ]
+    graph = h.make_graph(
+        nodes,
+        "masked_scatter_add",
+        [
+            h.make_tensor_value_info("x", T.FLOAT, [n]),
+            h.make_tensor_value_info("mask", T.BOOL, [m]),
+            h.make_tensor_value_info("target", T.INT64, [m]),
+            h.make_tensor_value_info("src", T.FLOAT, [m]),
+        ],
+        [h.make_tensor_value_info("y", T.FLOAT, [n])],
+        [numpy_helper.from_array(np.array([-1], np.int64), "flat")],
+    )
+    return h.make_model(graph, opset_imports=[h.make_opsetid("", 18)], ir_version=10)
+
+
+def test_a_nonzero_count_bounds_the_cpu_paths_worst_case():
+    """Static inputs, updates counted by a NonZero: onnx leaves their number open, ONNX
+    Runtime's symbolic shape inference names it, and its bound (the mask's size) gives the CPU
+    path's worst case. Small: even at the bound the CPU kernel and its copies cost less than the
+    lowering's dispatches, so auto keeps it there and says it is a worst case; large: the CPU
+    path's worst case is the costlier, so auto lowers (as without a bound)."""
+    import onnx
+
+    small = _masked_scatter_add(10, 20)
+    onnx.checker.check_model(small, full_check=True)
+    node = convert(small, "dml").report.nodes[0]
+    assert node.action == "cpu", node.reason
+    cpu = node.cost["cpu"]
+    assert (
+        cpu["estimate_is_upper_bound"] is True and "at most 20 updates" in cpu["note"]
+    )
+    # the model's own formula at the bound: 20 updates, data in and out plus the updates moved
+    assert cpu["estimate_us"] == pytest.approx(
+        cost.DEVICE.cpu_us(20, 3, 2 * 4 * 10 + 4 * 20), abs=0.1
+    )
+    assert cpu["estimate_us"] < node.cost["lowered"]["estimate_us"]
+    assert "at most" in node.reason
+    large = convert(_masked_scatter_add(4_000_000, 4_000_000), "dml").report.nodes[0]
+    assert large.action == "lowered", large.reason
+    assert large.cost["cpu"]["estimate_is_upper_bound"] is True
+
+
+def test_bounds_read_only_sums_of_products():
+    """A bound is read from ORT's dim text only where it cannot be exceeded: sums of products
+    of whole numbers and NonZero counts. A difference, a minimum, a power or an unknown symbol
+    gives none."""
+    from ort_dml_ops.converter.size_hints import _upper_bound
+
+    counts = {"NonZero_10_o0__d1": 14, "NonZero_3_o0__d1": 5}
+    assert _upper_bound("NonZero_10_o0__d1 + 7", counts) == 21
+    assert _upper_bound("2*NonZero_3_o0__d1 + NonZero_10_o0__d1", counts) == 24
+    assert _upper_bound("NonZero_10_o0__d1*NonZero_3_o0__d1", counts) == 70
+    for open_ in (
+        "NonZero_10_o0__d1 - 1",
+        "Min(NonZero_10_o0__d1, 3)",
+        "NonZero_10_o0__d1**2",
+        "batch + 1",
+        "",
+    ):
+        assert _upper_bound(open_, counts) is None, open_
+
+
+def test_the_bound_holds_on_a_real_export():
+    """pyg_gcn_conv (a torch.onnx export of PyG's GCNConv, self loops removed with a mask and
+    added back): at the export's own sizes its scatters' updates are bounded by the edges plus
+    the nodes, and ONNX Runtime, running the export, counts no more."""
+    import onnx
+    import onnxruntime as ort
+
+    from ort_dml_ops.converter.size_hints import known_sizes
+    from tests.real_models import REAL_MODELS
+
+    entry = next(r for r in REAL_MODELS if r.name == "pyg_gcn_conv")
+    model = entry.load()
+    shapes = {k: tuple(v.shape) for k, v in entry.inputs.items()}
+    _, bounds = known_sizes(model, shapes)
+    scatters = [n for n in model.graph.node if n.op_type == "ScatterElements"]
+    assert scatters
+    edges, nodes = shapes["edge_index"][1], shapes["x"][0]
+    probe = onnx.ModelProto()
+    probe.CopyFrom(model)
+    for n in scatters:
+        assert bounds[n.input[2]][0] == edges + nodes, bounds.get(n.input[2])
+        probe.graph.output.append(onnx.ValueInfoProto(name=n.input[2]))
+    got = ort.InferenceSession(
+        probe.SerializeToString(), providers=["CPUExecutionProvider"]
+    ).run([n.input[2] for n in scatters], dict(entry.inputs))
+    for n, value in zip(scatters, got, strict=True):
+        assert value.shape[0] <= bounds[n.input[2]][0]
+        assert all(a <= b for a, b in zip(value.shape, bounds[n.input[2]], strict=True))
