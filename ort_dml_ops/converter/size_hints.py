@@ -6,7 +6,8 @@
 dynamic axes), a hint gives them. The hints only feed that estimate: the converted model keeps
 the input's own declarations. They are propagated through the graph by onnx's shape inference
 on a copy of the model whose inputs take the hinted dims (data propagation on, so Shape →
-Reshape chains resolve as well).
+Reshape chains resolve as well), then, where a scatter's sizes are still open, by ONNX Runtime's
+symbolic shape inference, which also bounds the counts only the data decides (`known_sizes`).
 """
 
 from __future__ import annotations
