@@ -170,14 +170,7 @@ def run(args) -> int:
         for n in result.report.nodes:
             print(f"  {n.name or n.op_type}: {n.action} - {n.reason}", file=sys.stdout)
             if n.cost:
-                print(
-                    "    cost: "
-                    + "; ".join(
-                        f"{k} {v['passes']:g} passes, {v['copies']} copies"
-                        for k, v in n.cost.items()
-                    ),
-                    file=sys.stdout,
-                )
+                print("    cost: " + _costs_line(n.cost), file=sys.stdout)
         for line in (
             result.report.normalized
         ):  # whole-graph fixes (If folded, output declaration, allowzero)
@@ -270,3 +263,28 @@ def compare_outputs(
             d = np.max(np.abs(x.astype(np.float64) - y.astype(np.float64)))
             problems.append(f"{name}: max abs difference {d:.3g}")
     return problems
+
+
+def _costs_line(costs: dict) -> str:
+    """One line of a node's options: kernels, passes, copies, DeviceModel's estimate where the
+    sizes are known, and where they are not, the size above which the lowering would win."""
+    parts = []
+    for option, c in costs.items():
+        text = f"{option} "
+        if "kernels" in c:
+            text += _count(c["kernels"], "kernel") + ", "
+        text += f"{c['passes']:g} passes, " + _count(c["copies"], "copy", "copies")
+        if "estimate_us" in c:
+            most = "at most" if c.get("estimate_is_upper_bound") else "about"
+            text += f", {most} {c['estimate_us']:g} µs"
+        if "wins_above_elements" in c:
+            text += (
+                f" (sizes unknown: faster than the CPU path above about "
+                f"{c['wins_above_elements']:,} elements; --input-shape weighs it)"
+            )
+        parts.append(text)
+    return "; ".join(parts)
+
+
+def _count(n: int, one: str, many: str | None = None) -> str:
+    return f"{n} {one if n == 1 else many or one + 's'}"

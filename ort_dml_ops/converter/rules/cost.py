@@ -177,6 +177,9 @@ class OptionCost:
     #: the estimate is a worst case: taken at an upper bound of a size only the data decides
     #: (a NonZero's count, converter/size_hints.py known_sizes)
     upper_bound: bool = False
+    #: without sizes: the size (elements of data, as many updates) above which this lowering's
+    #: estimate beats the CPU path's (`break_even`), so that the report says what to weigh
+    wins_above: int | None = None
 
     def to_dict(self) -> dict:
         fields = (
@@ -186,6 +189,7 @@ class OptionCost:
             ("bytes_moved", self.bytes_moved),
             ("estimate_us", self.estimate_us),
             ("estimate_is_upper_bound", self.upper_bound or None),
+            ("wins_above_elements", self.wins_above),
             ("note", self.note),
         )
         return {k: v for k, v in fields if v not in (None, "")}
@@ -289,7 +293,45 @@ def node_costs(
                 ),
             )
         opts["cpu"] = option
+    low, cpu = opts.get("lowered"), opts.get("cpu")
+    if (
+        family == "scatter"
+        and low is not None
+        and cpu is not None
+        and low.kernels is not None
+        and low.estimate_us is None
+        and node.inputs[0] is not None
+        and node.inputs[0].dtype is not None
+    ):
+        wins = break_even(low, cpu, int(node.inputs[0].dtype.itemsize))
+        opts["lowered"] = dataclasses.replace(low, wins_above=wins)
     return opts
+
+
+def break_even(lowered: OptionCost, cpu: OptionCost, itemsize: int) -> int | None:
+    """The elements n of data (and as many updates) above which DeviceModel estimates the
+    lowering faster than ORT's CPU kernel between its copies; None where it never is.
+
+    Both estimates are linear in n: the lowering pays its dispatches and flag copy once and
+    its passes per byte; the CPU path pays its launch and copies once, its loop per update and
+    the bus per byte moved (data in and out, the updates in: 3n elements, none where the data
+    stays on the host)."""
+    kernels = lowered.kernels or 0
+    fixed = (
+        kernels * DEVICE.dispatch_us
+        + lowered.copies * DEVICE.copy_us
+        - DEVICE.cpu_op_us
+        - cpu.copies * DEVICE.copy_us
+    )
+    moved = 3 * itemsize if cpu.copies else 0
+    slope = (
+        DEVICE.cpu_update_ns / 1e3
+        + moved / (DEVICE.bus_gbps * 1e3)
+        - lowered.passes * itemsize / (DEVICE.device_gbps * 1e3)
+    )
+    if slope <= 0:
+        return None
+    return max(0, math.ceil(fixed / slope))
 
 
 def cheaper_on_cpu(costs: dict[str, OptionCost]) -> str | None:

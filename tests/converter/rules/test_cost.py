@@ -375,3 +375,41 @@ def test_the_bound_holds_on_a_real_export():
     for n, value in zip(scatters, got, strict=True):
         assert value.shape[0] <= bounds[n.input[2]][0]
         assert all(a <= b for a, b in zip(value.shape, bounds[n.input[2]], strict=True))
+
+
+@pytest.mark.parametrize("reduction", ["none", "add", "max"])
+def test_without_sizes_the_report_says_where_the_lowering_would_win(reduction):
+    """Symbolic sizes: no estimate, auto lowers (as before), and the report gives the size at
+    which DeviceModel's two estimates cross — checked here with the model's own formulas on
+    either side of it — and the CLI prints it."""
+    m = elements_model(["rows", "cols"], ["rows", "cols"], 1, reduction, np.float32)
+    node = convert(m, "dml", strategy="lower" if reduction == "none" else "auto")
+    c = node.report.nodes[0].cost
+    low, cpu = c["lowered"], c["cpu"]
+    n = low["wins_above_elements"]
+    assert n > 0 and "estimate_us" not in low
+
+    def lowered_us(k):
+        return cost.DEVICE.device_us(
+            low["kernels"], low["passes"], 4 * k, low["copies"]
+        )
+
+    def cpu_us(k):
+        return cost.DEVICE.cpu_us(k, cpu["copies"], 3 * 4 * k)
+
+    assert lowered_us(n) <= cpu_us(n) and lowered_us(n - 1) > cpu_us(n - 1)
+
+
+def test_the_cli_prints_kernels_estimates_and_the_crossover(tmp_path):
+    import onnx
+
+    src, out = tmp_path / "m.onnx", tmp_path / "o.onnx"
+    onnx.save(_symbolic_scatter("add"), src)
+    plain = _convert_cli(src, out, check=True).stdout
+    assert (
+        "lowered 76 kernels" in plain
+        and "faster than the CPU path above about" in plain
+    )
+    out.unlink()
+    hinted = _convert_cli(src, out, "--input-shape", "data=64,64", check=True).stdout
+    assert "cpu 1 kernel, 1 passes, 3 copies, about" in hinted, hinted
