@@ -3,6 +3,8 @@ removed nodes left out; the real-export measurement runs. Counts only, no timed 
 
 from __future__ import annotations
 
+import pytest
+
 from ort_dml_ops import convert, inspect
 from ort_dml_ops.bench import budget
 from ort_dml_ops.bench.passes import VIEWS
@@ -18,7 +20,11 @@ def test_kernel_count_is_inspects():
     running = [n for n in report.nodes if not n.removed_by]
     on_dml = [n for n in running if n.provider == "DmlExecutionProvider"]
     on_cpu = [n for n in running if n.provider == "CPUExecutionProvider"]
-    assert counted.kernels == sum(1 for n in on_dml if n.op_type not in VIEWS) > 0
+    assert (
+        counted.kernels
+        == sum(1 for n in on_dml if n.op_type not in (*VIEWS, *budget.HOST_SIDE))
+        > 0
+    )
     assert counted.cpu == sum(1 for n in on_cpu if n.op_type not in VIEWS)
     assert counted.copies == report.copies
     # the original op runs on the CPU (DML has no reduction kernel): the lowering added all
@@ -28,6 +34,34 @@ def test_kernel_count_is_inspects():
     assert row.budget == budget.SCATTER_KERNELS["add"]
     assert row.passes is not None and row.passes > 1
     assert row.status in ("OK", "OVER")
+
+
+@pytest.mark.parametrize("target", ["dml", "webgpu"])
+def test_shape_and_size_are_host_side_kernels(target):
+    """Shape and Size are not counted as dispatches: both targets' kernel tables (the DML EP's
+    registration, the plugin's recorded assignment) put their output in CPU memory, and no other
+    of their inputs or outputs is on the device — they read a tensor's metadata only. A model of
+    Shape alone has one node on the target EP and no kernel."""
+    from onnx import TensorProto as T
+    from onnx import helper as h
+
+    from ort_dml_ops.targets import get_target
+
+    table = get_target(target).table
+    for op in budget.HOST_SIDE:  # the plugin has no Size kernel: Size runs on the CPU EP there
+        kernels = table.kernels(op, "")
+        assert kernels or (target, op) == ("webgpu", "Size")
+        assert all(k.cpu_outputs == frozenset({0}) for k in kernels), op
+    graph = h.make_graph(
+        [h.make_node("Shape", ["x"], ["s"], name="shape")],
+        "g",
+        [h.make_tensor_value_info("x", T.FLOAT, ["n", 4])],
+        [h.make_tensor_value_info("s", T.INT64, [2])],
+    )
+    model = h.make_model(graph, opset_imports=[h.make_opsetid("", 17)], ir_version=8)
+    [node] = inspect(model, target=target).nodes
+    assert node.provider == get_target(target).provider
+    assert budget.count_kernels(model, target).kernels == 0
 
 
 def test_real_model_row():

@@ -7,7 +7,8 @@ A lowering replaces one node by many ONNX ops, and each of them costs something:
   compiled when the session is created. Counted from `inspect` (ort_dml_ops/inspection.py),
   the project's model of ONNX Runtime's placement: nodes whose provider is the target EP, not
   removed by ORT before running (`removed_by`), not a view (`passes.VIEWS`: Reshape, Squeeze,
-  Unsqueeze, Flatten, Identity only change metadata).
+  Unsqueeze, Flatten, Identity only change metadata), not host-side (`HOST_SIDE`: Shape and
+  Size read metadata and write host memory, no dispatch).
 * passes: the memory traffic, as full-size write passes (bytes all kernels write / bytes of the
   op's output), from ONNX Runtime's own profile of one run on the CPU EP
   (`passes.count_passes`), views excluded.
@@ -38,6 +39,13 @@ from .passes import VIEWS, count_passes
 from .timing import interleaved, once, quiet_session_options
 
 CPU = "CPUExecutionProvider"
+#: kernels a GPU EP runs on the host: DmlOperatorShape and DmlOperatorSize
+#: (onnxruntime/core/providers/dml/DmlExecutionProvider/src/Operators/DmlOperatorShape.cpp,
+#: DmlOperatorSize.cpp) write the input's dims / element count from its metadata into an
+#: output that AbiCustomRegistry.cpp places in CPU memory, and so does the WebGPU EP's Shape /
+#: Size (the CPU kernels registered with a CPU-memory output; the kernel tables record both as
+#: `cpu_outputs: [0]`). No shader runs and nothing is dispatched: they are not counted as kernels.
+HOST_SIDE = ("Shape", "Size")
 
 # -- the budgets ----------------------------------------------------------------------------------
 
@@ -104,11 +112,15 @@ class Placement:
 
 def count_kernels(model: onnx.ModelProto, target: str) -> Placement:
     """Where ONNX Runtime runs `model` on `target` (inspect), as counts: nodes removed before
-    running and views left out."""
+    running and views left out, and the target EP's host-side Shape / Size (`HOST_SIDE`)."""
     report = inspect(model, target=target)
     running = [n for n in report.nodes if not n.removed_by and n.op_type not in VIEWS]
     return Placement(
-        kernels=sum(1 for n in running if n.provider and n.provider != CPU),
+        kernels=sum(
+            1
+            for n in running
+            if n.provider and n.provider != CPU and n.op_type not in HOST_SIDE
+        ),
         cpu=sum(1 for n in running if n.provider == CPU),
         copies=report.copies,
     )

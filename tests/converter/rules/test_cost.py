@@ -406,10 +406,9 @@ def test_the_cli_prints_kernels_estimates_and_the_crossover(tmp_path):
     src, out = tmp_path / "m.onnx", tmp_path / "o.onnx"
     onnx.save(_symbolic_scatter("add"), src)
     plain = _convert_cli(src, out, check=True).stdout
-    assert (
-        "lowered 76 kernels" in plain
-        and "faster than the CPU path above about" in plain
-    )
+    kernels = cost.SCATTER_KERNELS["add"][1]
+    assert f"lowered {kernels} kernels" in plain
+    assert "faster than the CPU path above about" in plain
     out.unlink()
     hinted = _convert_cli(src, out, "--input-shape", "data=64,64", check=True).stdout
     assert "cpu 1 kernel, 1 passes, 3 copies, about" in hinted, hinted
