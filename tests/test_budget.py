@@ -48,7 +48,9 @@ def test_shape_and_size_are_host_side_kernels(target):
     from ort_dml_ops.targets import get_target
 
     table = get_target(target).table
-    for op in budget.HOST_SIDE:  # the plugin has no Size kernel: Size runs on the CPU EP there
+    for op in (
+        budget.HOST_SIDE
+    ):  # the plugin has no Size kernel: Size runs on the CPU EP there
         kernels = table.kernels(op, "")
         assert kernels or (target, op) == ("webgpu", "Size")
         assert all(k.cpu_outputs == frozenset({0}) for k in kernels), op
