@@ -35,7 +35,7 @@ import onnx_ir as ir
 
 from . import blocksum, sizes
 from .emitter import Emitter
-from .scatter_lean import continues, not_last
+from .scatter_lean import not_last
 from .sizes import Size
 
 #: targets that take this variant
@@ -122,8 +122,7 @@ def scatter_clean(
         sk = e.reshape(sk, [-1])
         svals = e.reshape(e.op("GatherElements", vals, perm, axis=1), [-1])
     spos = e.cast(sk, ir.DataType.INT32)
-    _, not_last = continues(e, sk, K, np.float32)
-    is_last = e.op("Not", not_last)
+    is_last = e.op("Not", not_last(e, sk, np.float32))
     bound = sizes.upper_bound(K, MAX_FLOAT_KEY)
     if red == "none":
         result = svals

@@ -202,8 +202,8 @@ def integer_add(
     svals = take(e, vals, perm, row)
     S = e.op("CumSum", svals, e.i32(0))
     before_first = e.op("Sub", S, svals)  # S just before each element: exact (wraps)
-    not_first, not_last = continues(e, spos, K)
-    last = unpool_slots(e, _write_target(e, spos, not_last, M), K, M)
+    not_first, going_on = continues(e, spos, K)
+    last = unpool_slots(e, _write_target(e, spos, going_on, M), K, M)
     first = unpool_slots(e, _write_target(e, spos, not_first, M), K, M)
     zero = e.const(np.zeros((), dtype=dt.numpy()))
     total = e.op(
@@ -311,8 +311,8 @@ def integer_max_min(
     by_value, perm1 = sort_by(e, vals, K, row, largest=red == "min")
     spos, perm2 = sort_by(e, take(e, pos, perm1, row), K, row)
     svals = take(e, by_value, perm2, row)
-    _, not_last = continues(e, spos, K)
-    last = unpool_slots(e, _write_target(e, spos, not_last, M), K, M)
+    going_on = not_last(e, spos)
+    last = unpool_slots(e, _write_target(e, spos, going_on, M), K, M)
     return e.op(
         "Max" if red == "max" else "Min", flat, at_slots(e, svals, last, identity)
     )
@@ -338,8 +338,7 @@ def float_max_min(
     run_of = e.op(
         "Div", skey, two
     )  # the position (keys are ≥ 0: Div truncates = floors)
-    _, not_last = continues(e, run_of, K)
-    last = unpool_slots(e, _write_target(e, run_of, not_last, M), K, M)
+    last = unpool_slots(e, _write_target(e, run_of, not_last(e, run_of), M), K, M)
     # the update index of that last element where it is a NaN, else −1, per position
     is_nan_key = e.op("Equal", e.op("Sub", skey, e.op("Add", run_of, run_of)), e.i32(1))
     order = sizes.iota(e, K, np.int32)  # each update's index
@@ -359,8 +358,7 @@ def float_max_min(
     _, permf = sort_by(e, keyed, K, row, largest=red == "min")
     spos, perm2 = sort_by(e, take(e, pos, permf, row), K, row)
     svals = take(e, take(e, vals, permf, row), perm2, row)
-    _, not_last2 = continues(e, spos, K)
-    slot = unpool_slots(e, _write_target(e, spos, not_last2, M), K, M)
+    slot = unpool_slots(e, _write_target(e, spos, not_last(e, spos), M), K, M)
     winner = at_slots(e, svals, slot, e.const(np.zeros((), dtype=dt.numpy())))
     # 3. the data: kept where no update lands, or where the run has no NaN and it compares
     # strictly greater (smaller) than the winner
