@@ -115,7 +115,6 @@ def unpool_slots(
     if not isinstance(K, int):
         target = _one_more(e, target, M)
         n_slots = sizes.add(e, K, 1)
-    target = _int64(e, target)
     slots = sizes.iota(e, n_slots, np.float32, start=start)
     exact = not dummy and isinstance(K, int) and isinstance(M, int) and K <= M
     return _unpool(e, slots, target, n_slots, M, exact)
