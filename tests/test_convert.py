@@ -836,3 +836,45 @@ def test_fallback_strategy_handles_scatter_nd(reduction):
     np.testing.assert_allclose(
         InferenceSession(r.model).run(None, feeds)[0], want, rtol=1e-6, atol=1e-6
     )
+
+
+def test_auto_lowers_scatter_whose_indices_are_longer_than_data_on_the_axis():
+    """DirectML fails a ScatterElements whose indices are longer than the data on the axis
+    (80070057, docs/dml-lane.md), though the DML EP claims it at opset 16: auto must not keep it
+    native. One no longer than the data stays native. The lowering writes what ORT's CPU
+    kernel writes, duplicates included (the last update of a run wins, as there)."""
+    from ort_dml_ops.targets.dml_rules import scatter_fit
+
+    def model(rows):
+        return single_op(
+            "ScatterElements",
+            [
+                ("data", np.float32, [5, 3]),
+                ("indices", np.int64, [rows, 3]),
+                ("updates", np.float32, [rows, 3]),
+            ],
+            {"axis": 0},
+            opset=16,
+        )
+
+    longer = convert(model(6), "dml").report.nodes[0]
+    assert longer.action == "lowered" and "longer than the data" in longer.reason
+    assert convert(model(5), "dml").report.nodes[0].action == "native"
+    rng = np.random.default_rng(3)
+    feeds = {
+        "data": rng.random((5, 3), dtype=np.float32),
+        "indices": rng.integers(-5, 5, (6, 3)),
+        "updates": rng.random((6, 3), dtype=np.float32),
+    }
+    converted = convert(model(6), "dml").model
+    np.testing.assert_array_equal(
+        run_cpu(converted, feeds)[0], run_cpu(model(6), feeds)[0]
+    )
+    # the rule itself: proven refusals, proofs, and what only the run can tell
+    assert scatter_fit([5, 3], [6, 3], 0)[0] == "refused"
+    assert scatter_fit([5, 3], [5, 2], 0)[0] == "refused"  # off the axis: must be equal
+    assert scatter_fit([5, 3], [4, 3], 0) == ("fits", "")
+    assert scatter_fit(["n", 3], ["n", 3], -2) == ("fits", "")
+    assert scatter_fit(["n", 3], ["k", 3], 0)[0] == "unknown"
+    assert scatter_fit([5, 3], [None, 3], 0)[0] == "unknown"
+    assert scatter_fit([5, 3], [5], 0)[0] == "unknown"

@@ -157,3 +157,35 @@ def unsupported_data_type(
             if t in device_unsupported:
                 return f"argument '{name}' is {t}: not supported by the device (DML feature query)"
     return None
+
+
+def scatter_fit(data: list, indices: list, axis: int) -> tuple[str, str]:
+    """Whether DirectML takes a ScatterElements of these dims: ("fits" | "refused" | "unknown",
+    why). Dims are ints, dim_params (one name is one size) or None (unknown).
+
+    DML_SCATTER_OPERATOR_DESC (DirectML docs): "IndicesTensor ... Sizes must match
+    InputTensor.Sizes in every dimension except Axis"; ONNX allows smaller indices, and the DML
+    EP claims the node anyway (E_INVALIDARG at session creation, measured on the lane). On the
+    axis, indices longer than the data fail too (80070057 at session creation or run, measured:
+    docs/dml-lane.md, tools/dml_lane/repro_scatter_indices_longer.py). "fits" needs every dim
+    proven; "refused" one proven wrong; anything else is "unknown"."""
+    if len(data) != len(indices) or not data:
+        return "unknown", "the ranks are not known to agree"
+    axis %= len(data)
+    proven = True
+    for d, (a, b) in enumerate(zip(data, indices, strict=True)):
+        ints = isinstance(a, int) and isinstance(b, int)
+        if d != axis and ints and a != b:
+            return "refused", (
+                "DirectML needs indices sized like data except on the axis "
+                f"(dim {d}: indices {b}, data {a})"
+            )
+        if d == axis and ints and b > a:
+            return "refused", (
+                f"DirectML fails indices longer than the data on the axis (dim {d}: "
+                f"indices {b}, data {a}; 80070057)"
+            )
+        same = a is not None and a == b
+        shorter = d == axis and ints and b <= a
+        proven = proven and (same or shorter)
+    return ("fits", "") if proven else ("unknown", "a dim is known only at run time")

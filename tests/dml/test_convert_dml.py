@@ -362,6 +362,69 @@ LANE_CASES += [
 ]
 
 
+def _longer_indices():
+    """A ScatterElements-16 without reduction whose indices are longer than the data on the
+    axis (6 rows of updates into 5, duplicates): DirectML fails it (docs/dml-lane.md), and
+    convert's default lowers it (targets/dml_rules.py scatter_fit). Reference: ORT's CPU kernel
+    on the original."""
+    import onnxruntime as ort
+
+    rng = np.random.default_rng(12)
+    m = single_op(
+        "ScatterElements",
+        [
+            ("data", np.float32, [5, 3]),
+            ("indices", np.int64, [6, 3]),
+            ("updates", np.float32, [6, 3]),
+        ],
+        {"axis": 0},
+        opset=16,
+    )
+    feeds = {
+        "data": rng.normal(size=(5, 3)).astype(np.float32),
+        "indices": rng.integers(-5, 5, (6, 3)).astype(np.int64),
+        "updates": rng.normal(size=(6, 3)).astype(np.float32),
+    }
+    want = ort.InferenceSession(
+        m.SerializeToString(), providers=["CPUExecutionProvider"]
+    ).run(None, feeds)[0]
+    return m, convert(m, "dml").model, feeds, want
+
+
+LONGER = _longer_indices()
+LANE_CASES += [
+    Case(
+        "scatter_longer_op16:original",
+        LONGER[0],
+        LONGER[2],
+        session_options=AS_USERS_RUN,
+    ),
+    Case(
+        "scatter_longer_op16:converted",
+        LONGER[1],
+        LONGER[2],
+        session_options=AS_USERS_RUN,
+    ),
+]
+
+
+def test_scatter_with_longer_indices_fails_on_dml_and_runs_converted(lane_results):
+    """The original: the DML EP claims the node and DirectML fails it (a session or run error,
+    never an output). Converted with the default strategy: it runs on DML, the guard's two
+    scalar nodes on the CPU, and writes what ORT's CPU kernel writes."""
+    original = lane_results["scatter_longer_op16:original"]
+    assert not original.ok, (
+        "DirectML took indices longer than the data: update dml-lane.md"
+    )
+    r = lane_results["scatter_longer_op16:converted"]
+    assert r.ok, f"{r.stage}: {r.error}"
+    assert r.providers[0] == DML, r.providers
+    assert all(
+        n.rsplit("/", 1)[-1].split("_")[0] in ("Equal", "Where") for n in r.on(CPU)
+    ), r.on(CPU)
+    np.testing.assert_array_equal(r.outputs[0], LONGER[3])
+
+
 @pytest.mark.parametrize("name", list(MODELS))
 def test_converted_model_runs_entirely_on_dml(lane_results, name):
     _, _, want = MODELS[name]

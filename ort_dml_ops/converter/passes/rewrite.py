@@ -12,6 +12,7 @@ import onnx_ir.passes
 
 from ..._domain import DOMAIN
 from ...errors import UserError, node_label
+from ...targets.dml_rules import scatter_fit
 from .._common import known_dims, serde_reason, walk_graphs
 from ..report import NodeReport
 from ..rules import FAMILY_OPS, RULES, cost
@@ -428,23 +429,15 @@ def _native(node: ir.Node, ctx: RewriteContext) -> tuple[bool, str]:
 
 
 def _dml_scatter_shape_mismatch(node: ir.Node) -> str | None:
-    """DirectML's scatter wants indices sized like data on every axis but `axis`.
-
-    DML_SCATTER_OPERATOR_DESC (shared/seeds, DirectML docs): "IndicesTensor ... Sizes must
-    match InputTensor.Sizes in every dimension except Axis". ONNX allows smaller indices; the
-    DML EP claims the node anyway and session creation fails (E_INVALIDARG, measured on the
-    lane). Known static dims that differ make the node not native; unknown ones cannot be told.
-    """
+    """Why DirectML refuses the scatter's shapes, where static dims prove it
+    (targets/dml_rules.py `scatter_fit`): the node is then not native; unknown dims cannot be
+    told."""
     if node.op_type not in ("ScatterElements", "Scatter") or len(node.inputs) < 2:
         return None
     data, indices = known_dims(node.inputs[0]), known_dims(node.inputs[1])
-    if data is None or indices is None or len(data) != len(indices):
+    if data is None or indices is None:
         return None
-    axis = node.attributes.get_int("axis", 0) % len(data) if data else 0
-    for d, (a, b) in enumerate(zip(data, indices)):
-        if d != axis and isinstance(a, int) and isinstance(b, int) and a != b:
-            return (
-                f"the DML EP claims it but DirectML needs indices sized like data except on the axis "
-                f"(dim {d}: indices {b}, data {a}); session creation would fail"
-            )
-    return None
+    fit, why = scatter_fit(data, indices, node.attributes.get_int("axis", 0))
+    if fit != "refused":
+        return None
+    return f"the DML EP claims it but {why}; the session would fail"

@@ -34,6 +34,7 @@ from onnx import defs
 
 from ..._domain import DOMAIN, DOMAIN_VERSION
 from ...modelio import without_external_data
+from ...targets.dml_rules import scatter_fit
 from ..light import serialize_light
 
 #: newest ai.onnx opset whose kernels the DML EP registers
@@ -348,8 +349,8 @@ def _unsafe_scatters(model: onnx.ModelProto) -> list[str]:
     `_dml_scatter_shape_mismatch`) and fails with 80070057 where the indices are longer than the
     data on the axis (measured on the lane: [6, 3] indices into [5, 3] data along axis 0; the
     DML EP claims the node, so ORT fails the session or the run). Safe only where the inferred
-    shapes prove both: equal ints or one dim_param, and on the axis a length no longer than
-    the data's. ScatterND runs any count of updates there (measured), so it is never listed.
+    shapes prove both (targets/dml_rules.py `scatter_fit`: equal ints or one dim_param, and on
+    the axis a length no longer than the data's). ScatterND runs any count of updates there (measured), so it is never listed.
     One in a model-local function is listed too: a body has no shapes to prove it by (it is
     inlined after this step)."""
     unsafe = [
@@ -363,16 +364,8 @@ def _unsafe_scatters(model: onnx.ModelProto) -> list[str]:
             continue
         data, idx = _dims(g, node.input[0]), _dims(g, node.input[1])
         axis = next((a.i for a in node.attribute if a.name == "axis"), 0)
-        if data is None or idx is None or len(data) != len(idx) or not data:
+        if data is None or idx is None or scatter_fit(data, idx, axis)[0] != "fits":
             unsafe.append(node.name or node.op_type)
-            continue
-        axis %= len(data)
-        for d, (a, b) in enumerate(zip(data, idx)):
-            same = a is not None and a == b
-            shorter = d == axis and isinstance(a, int) and isinstance(b, int) and b <= a
-            if not (same or shorter):
-                unsafe.append(node.name or node.op_type)
-                break
     return unsafe
 
 
