@@ -113,10 +113,8 @@ def _ort_sizes(
 ) -> tuple[dict[str, tuple[int, ...]], dict[str, tuple[int, ...]]]:
     """(exact dims, upper bounds) from ONNX Runtime's symbolic shape inference; nothing where
     it cannot follow the graph (it raises on ops it does not know, or on dims it would have to
-    guess: auto_merge off, so that no bound rests on a guess)."""
+    guess: auto_merge off, so that no bound rests on a guess) or leaves a value unshaped."""
     import logging
-
-    from onnxruntime.tools.symbolic_shape_infer import SymbolicShapeInference
 
     model = onnx.ModelProto()
     model.CopyFrom(proto)
@@ -124,9 +122,7 @@ def _ort_sizes(
     log = logging.getLogger("onnxruntime.tools.symbolic_shape_infer")
     level, log.level = log.level, logging.CRITICAL
     try:
-        inferred = SymbolicShapeInference.infer_shapes(
-            model, auto_merge=False, guess_output_rank=False, verbose=0
-        )
+        inferred = _ort_inference(model)
     except Exception:  # noqa: BLE001 - its limits are many (unknown ops, contrib domains): no sizes then
         return {}, {}
     finally:
@@ -158,6 +154,27 @@ def _ort_sizes(
         if all(b is not None for b in bounds):
             at_most[name] = tuple(int(b) for b in bounds if b is not None)
     return exact, at_most
+
+
+def _ort_inference(model: onnx.ModelProto) -> onnx.ModelProto | None:
+    """`SymbolicShapeInference.infer_shapes` (symbolic_shape_infer.py) step by step, without its
+    last step: where the inference is incomplete, that wrapper saves the half-inferred model as
+    `sym_shape_infer_temp.onnx` (and its weights beside it) in the working directory before it
+    raises — a file `convert` must never write. Incomplete is None here, as there."""
+    from onnxruntime.tools.symbolic_shape_infer import SymbolicShapeInference, get_opset
+
+    opset = get_opset(model)
+    if not opset or opset < 7:  # the wrapper's own limit
+        return None
+    inference = SymbolicShapeInference(
+        2**31 - 1, auto_merge=False, guess_output_rank=False, verbose=0
+    )
+    inference._preprocess(model)
+    complete = False
+    while inference.run_:
+        complete = inference._infer_impl()
+    inference._update_output_from_vi()
+    return inference.out_mp_ if complete else None
 
 
 def _upper_bound(dim: str, counts: dict[str, int]) -> int | None:

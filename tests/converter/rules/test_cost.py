@@ -412,3 +412,17 @@ def test_the_cli_prints_kernels_estimates_and_the_crossover(tmp_path):
     out.unlink()
     hinted = _convert_cli(src, out, "--input-shape", "data=64,64", check=True).stdout
     assert "cpu 1 kernel, 1 passes, 3 copies, about" in hinted, hinted
+
+
+def test_sizes_onnx_runtime_cannot_infer_leave_no_file_behind(tmp_path, monkeypatch):
+    """ORT's `SymbolicShapeInference.infer_shapes` saves `sym_shape_infer_temp.onnx` in the
+    working directory when it cannot infer every shape; pyg_global_mean_pool at its own sizes
+    is such a model. convert asks ORT's inference but writes nothing there."""
+    from tests.real_models import REAL_MODELS
+
+    entry = next(r for r in REAL_MODELS if r.name == "pyg_global_mean_pool")
+    monkeypatch.chdir(tmp_path)
+    shapes = {k: tuple(v.shape) for k, v in entry.inputs.items()}
+    result = convert(entry.load(), "dml", input_shapes=shapes)
+    assert result.report.nodes
+    assert list(tmp_path.iterdir()) == []
