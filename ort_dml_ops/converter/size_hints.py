@@ -33,15 +33,35 @@ def parse_hint(text: str) -> tuple[str, tuple[int, ...]]:
     return name, tuple(int(d) for d in re.split(r"[x,]", dims)) if dims else ()
 
 
-def size_hints(
+def known_sizes(
     proto: onnx.ModelProto, input_shapes: dict[str, tuple[int, ...]]
-) -> dict[str, tuple[int, ...]]:
-    """Every value whose dims are all known once the hinted inputs take `input_shapes`: name →
-    dims. A name that is not a graph input, or dims that contradict the input's declaration,
-    is a UserError (one line)."""
-    if not input_shapes:
-        return {}
-    hinted = _hinted(proto, input_shapes)
+) -> tuple[dict[str, tuple[int, ...]], dict[str, tuple[int, ...]]]:
+    """(exact, at_most): every value whose dims are all known once the hinted inputs take
+    `input_shapes` (onnx's inference), completed where every graph input's size is known
+    (declared or hinted) and a scatter's sizes are still open by ONNX Runtime's symbolic shape
+    inference (onnxruntime/tools/symbolic_shape_infer.py: it follows Shape → ConstantOfShape /
+    Expand / Range chains that onnx's data propagation leaves symbolic), and upper bounds for
+    dims only the data decides: a NonZero's count is at most its input's size, and a dim ORT
+    writes as a sum of products of such counts and whole numbers is bounded by the same sum.
+    `auto` reads a bound only as the CPU path's worst case (rules/cost.py). A name that is not
+    a graph input, or dims that contradict the input's declaration, is a UserError (one line)."""
+    if input_shapes:
+        model = _hinted(proto, input_shapes)
+        exact = _onnx_sizes(model)
+    else:
+        model, exact = proto, {}
+    if not _scatter_sizes_open(model, exact) or not _inputs_static(model):
+        return exact, {}
+    more, at_most = _ort_sizes(model)
+    for name, dims in more.items():
+        exact.setdefault(name, dims)
+    return exact, {k: v for k, v in at_most.items() if k not in exact}
+
+
+def _onnx_sizes(hinted: onnx.ModelProto) -> dict[str, tuple[int, ...]]:
+    """name → dims of every value onnx's shape inference (data propagation on) sizes fully in
+    `hinted`, whose value_info it clears first (the exporter's declarations of the inputs' old
+    dims would contradict the hints; `hinted` is `_hinted`'s copy)."""
     del hinted.graph.value_info[:]
     try:
         inferred = onnx.shape_inference.infer_shapes(hinted, data_prop=True)
@@ -54,26 +74,6 @@ def size_hints(
         if dims is not None and all(isinstance(d, int) for d in dims):
             out[vi.name] = tuple(int(d) for d in dims)
     return out
-
-
-def known_sizes(
-    proto: onnx.ModelProto, input_shapes: dict[str, tuple[int, ...]]
-) -> tuple[dict[str, tuple[int, ...]], dict[str, tuple[int, ...]]]:
-    """(exact, at_most): `size_hints`, completed where every graph input's size is known
-    (declared or hinted) and a scatter's sizes are still open by ONNX Runtime's symbolic shape
-    inference (onnxruntime/tools/symbolic_shape_infer.py: it follows Shape → ConstantOfShape /
-    Expand / Range chains that onnx's data propagation leaves symbolic), and upper bounds for
-    dims only the data decides: a NonZero's count is at most its input's size, and a dim ORT
-    writes as a sum of products of such counts and whole numbers is bounded by the same sum.
-    `auto` reads a bound only as the CPU path's worst case (rules/cost.py)."""
-    exact = size_hints(proto, input_shapes)
-    hinted = _hinted(proto, input_shapes) if input_shapes else proto
-    if not _scatter_sizes_open(hinted, exact) or not _inputs_static(hinted):
-        return exact, {}
-    more, at_most = _ort_sizes(hinted)
-    for name, dims in more.items():
-        exact.setdefault(name, dims)
-    return exact, {k: v for k, v in at_most.items() if k not in exact}
 
 
 _SCATTERS = ("ScatterElements", "ScatterND", "Scatter")
