@@ -179,3 +179,138 @@ def test_float_block_folds_on_webgpu_equal_ort_kernel(
             if ep == "CPUExecutionProvider" and name in ops
         }
         assert on_cpu <= GUARD_OPS, on_cpu
+
+
+def _extreme_updates(rng, shape, dtype):
+    """Updates that reach the ends of the type's range: ±max and ±inf beside ordinary values and
+    NaN. ORT's WebGPU TopK pads each sorted row to a power of two with ∓max (index −1) and puts
+    the padding first among equal keys (top_k.cc), so a key at or beyond the padding's value is
+    where a row sorts wrong."""
+    big = np.finfo(dtype).max
+    upd = rng.integers(-3, 4, shape).astype(dtype)
+    for value, share in ((big, 0.1), (-big, 0.1), (np.inf, 0.05), (-np.inf, 0.05)):
+        upd[rng.random(shape) < share] = value
+    upd[rng.random(shape) < 0.01] = np.nan
+    return upd
+
+
+@pytest.mark.parametrize("reduction", ["max", "min"])
+@pytest.mark.parametrize("dtype", [np.float32, np.float16])
+@pytest.mark.parametrize("symbolic", [False, True])
+@pytest.mark.parametrize(
+    "op,axis,dshape,ishape",
+    [
+        ("ScatterElements", 0, (5, 3), (6, 3)),
+        ("ScatterElements", 1, (4, 7), (4, 11)),
+        ("ScatterElements", 0, (6, 5), (300, 5)),
+        ("ScatterND", None, (7, 3), (13, 1)),
+    ],
+)
+def test_max_min_at_the_ends_of_the_range_equal_ort_kernel(
+    webgpu_lane, op, axis, dshape, ishape, symbolic, dtype, reduction
+):
+    """A min of −max or −inf (a max of +max or +inf) sorts to the end where ORT's WebGPU TopK
+    puts its padding; the lowering's value sort must still place every update (rows of 3, 11,
+    300 and 13 keys: none a power of two). Found by `tune` on scatter_reduce_amax's export,
+    whose ScatterElements(min) writes finfo.min. Bit for bit against ORT's CPU kernel."""
+    import onnx
+    from onnx import helper
+
+    rng = np.random.default_rng(11)
+    data = rng.integers(-3, 4, dshape).astype(dtype)
+    data[rng.random(dshape) < 0.2] = np.finfo(dtype).max
+    data[rng.random(dshape) < 0.2] = -np.finfo(dtype).max
+    upd = _extreme_updates(rng, ishape if op == "ScatterElements" else (13, 3), dtype)
+    if op == "ScatterElements":
+        idx = rng.integers(-dshape[axis], dshape[axis], ishape).astype(np.int64)
+        node = helper.make_node(
+            op, ["data", "indices", "updates"], ["y"], axis=axis, reduction=reduction
+        )
+    else:
+        idx = rng.integers(0, dshape[0], ishape).astype(np.int64)
+        node = helper.make_node(
+            op, ["data", "indices", "updates"], ["y"], reduction=reduction
+        )
+    elem = onnx.helper.np_dtype_to_tensor_dtype(np.dtype(dtype))
+    native = helper.make_model(
+        helper.make_graph(
+            [node],
+            "scatter_extremes",
+            [
+                helper.make_tensor_value_info("data", elem, dshape),
+                helper.make_tensor_value_info(
+                    "indices", onnx.TensorProto.INT64, ishape
+                ),
+                helper.make_tensor_value_info("updates", elem, upd.shape),
+            ],
+            [helper.make_tensor_value_info("y", elem, dshape)],
+        ),
+        opset_imports=[helper.make_opsetid("", 18)],
+        ir_version=9,
+    )
+    model = _symbolic(native) if symbolic else native
+    if (
+        symbolic and op == "ScatterND"
+    ):  # coordinates per update: static (else not lowered)
+        model.graph.input[1].type.tensor_type.shape.dim[1].dim_value = 1
+    low = convert(model, "webgpu", strategy="lower", with_inspect=False).model
+    feeds = {"data": data, "indices": idx, "updates": upd}
+    got = webgpu_session(low).run(None, feeds)[0]
+    # ORT's CPU kernel in float32 (it has no float16 max / min for ScatterND): a max or min is
+    # one of its operands, and float16 → float32 → float16 is exact
+    wide = onnx.ModelProto()
+    wide.CopyFrom(native)
+    for v in (wide.graph.input[0], wide.graph.input[2], wide.graph.output[0]):
+        v.type.tensor_type.elem_type = onnx.TensorProto.FLOAT
+    want = ort.InferenceSession(
+        wide.SerializeToString(), providers=["CPUExecutionProvider"]
+    ).run(
+        None,
+        {**feeds, "data": data.astype(np.float32), "updates": upd.astype(np.float32)},
+    )[0]
+    want = want.astype(dtype)
+    assert np.array_equal(np.isnan(got), np.isnan(want))
+    keep = ~np.isnan(want)
+    np.testing.assert_array_equal(got[keep].view(np.uint8), want[keep].view(np.uint8))
+
+
+def test_float16_scatter_nd_with_a_reduction_fails_on_the_plugin(webgpu_lane):
+    """The rule behind `_webgpu_run_failure` (targets/target.py): the plugin takes a float16
+    ScatterND with a reduction and its first run fails; float32 runs. convert therefore lowers
+    it (tests/test_convert.py pins that and the refusal where it cannot)."""
+    import onnx
+    from onnx import helper
+
+    def model(elem):
+        return helper.make_model(
+            helper.make_graph(
+                [
+                    helper.make_node(
+                        "ScatterND", ["d", "i", "u"], ["y"], reduction="max"
+                    )
+                ],
+                "nd",
+                [
+                    helper.make_tensor_value_info("d", elem, (7, 3)),
+                    helper.make_tensor_value_info("i", onnx.TensorProto.INT64, (4, 1)),
+                    helper.make_tensor_value_info("u", elem, (4, 3)),
+                ],
+                [helper.make_tensor_value_info("y", elem, (7, 3))],
+            ),
+            opset_imports=[helper.make_opsetid("", 18)],
+            ir_version=9,
+        )
+
+    idx = np.array([[0], [2], [0], [6]], np.int64)
+    for elem, dtype in (
+        (onnx.TensorProto.FLOAT, np.float32),
+        (onnx.TensorProto.FLOAT16, np.float16),
+    ):
+        s = webgpu_session(model(elem))
+        assert set(placement(s).values()) == {"WebGpuExecutionProvider"}
+        feeds = {"d": np.zeros((7, 3), dtype), "i": idx, "u": np.ones((4, 3), dtype)}
+        if dtype == np.float32:
+            assert s.run(None, feeds)[0].sum() == 9
+        else:
+            with pytest.raises(Exception, match="Reduction is not supported"):
+                s.run(None, feeds)

@@ -165,8 +165,12 @@ def sorted_max_min(
        strictly greater (smaller) than the winner."""
     f32 = ir.DataType.FLOAT
 
-    def sort(k: ir.Value, largest: bool = False) -> tuple[ir.Value, ir.Value]:
+    def sort(
+        k: ir.Value, largest: bool = False, any_value: bool = False
+    ) -> tuple[ir.Value, ir.Value]:
         axis, count = (0, K) if row is None else (1, row)
+        if any_value:  # keys that may reach ∓max: padded by us, after every real key
+            k = _padded_to_power_of_two(e, k, count, axis, largest, dt)
         return e.op(
             "TopK",
             k,
@@ -225,7 +229,9 @@ def sorted_max_min(
         ),
     )
     far = e.const(np.asarray(-np.inf if red == "max" else np.inf, dtype=dt.numpy()))
-    _, by_key = sort(e.op("Where", after, vals, far), largest=red == "min")
+    _, by_key = sort(
+        e.op("Where", after, vals, far), largest=red == "min", any_value=True
+    )
     sk3, by_pos3 = sort(take(keys, by_key))
     spos = flat1(sk3)
     winner = flat1(take(take(vals, by_key), by_pos3))
@@ -251,3 +257,30 @@ def _padded(e: Emitter, flat: ir.Value, dt: ir.DataType) -> ir.Value:
     """The data with one dummy element after it (position M: written, then sliced off)."""
     zero = e.const(np.zeros((), dtype=dt.numpy()))
     return e.op("Pad", flat, e.i64([0, 1]), zero, mode="constant")
+
+
+def _padded_to_power_of_two(
+    e: Emitter,
+    keys: ir.Value,
+    count: Size,
+    axis: int,
+    largest: bool,
+    dt: ir.DataType,
+) -> ir.Value:
+    """`keys` (count along `axis`, the last axis) padded to a power of two with ∓inf, the end
+    a TopK of `largest` sorts last, so that ORT's WebGPU TopK adds no padding of its own.
+
+    That kernel sorts rows of a power-of-two length: it pads each row with −max (largest) or
+    +max (smallest) at index −1, and its (value, index) key puts that padding first among equal
+    values (onnxruntime/core/providers/webgpu/math/top_k.cc, TopKProgram / TopKInitProgram). A
+    real key equal to the padding's value, or beyond it (∓inf), then sorts after the padding,
+    and a TopK of all `count` keys returns index −1 in its place (measured on the plugin,
+    onnxruntime-ep-webgpu 0.4.0). Our padding comes after every real key, equal ones included,
+    and the TopK keeps only the first `count`: the order of the real keys is ONNX's."""
+    extra = sizes.sub(e, sizes.power_of_two_at_least(e, count), count)
+    if isinstance(extra, int) and extra == 0:
+        return keys
+    before_end: list[Size] = [0] * (2 * (axis + 1) - 1)
+    pads = sizes.concat(e, [*before_end, extra])
+    end = e.const(np.asarray(-np.inf if largest else np.inf, dtype=dt.numpy()))
+    return e.op("Pad", keys, pads, end, mode="constant")

@@ -132,6 +132,20 @@ def ceil_div(e: Emitter, a: Size, b: int) -> Size:
     return _binary(e, "Div", add(e, a, b - 1), b, lambda x, y: x // y)
 
 
+def power_of_two_at_least(e: Emitter, s: Size) -> Size:
+    """The least power of two ≥ s (0 for 0). At run time: 2^⌈log2 s⌉ in float64 (Log, Div,
+    Ceil, Pow: ORT's CPU kernels, next to the other size nodes), doubled where rounding left it
+    below s; a rounding up instead gives the next power of two, still a power of two."""
+    if isinstance(s, int):
+        return 0 if s <= 0 else 1 << (s - 1).bit_length()
+    f64 = ir.DataType.DOUBLE
+    log2 = e.op("Div", e.op("Log", e.cast(s, f64)), e.const(np.asarray([np.log(2.0)])))
+    p = e.cast(
+        e.op("Pow", e.const(np.asarray([2.0])), e.op("Ceil", log2)), ir.DataType.INT64
+    )
+    return e.op("Where", e.op("Less", p, s), tensor(e, mul(e, p, 2)), p)
+
+
 def product(e: Emitter, parts: list[Size]) -> Size:
     out: Size = 1
     for p in parts:
