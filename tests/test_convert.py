@@ -878,3 +878,53 @@ def test_auto_lowers_scatter_whose_indices_are_longer_than_data_on_the_axis():
     assert scatter_fit(["n", 3], ["k", 3], 0)[0] == "unknown"
     assert scatter_fit([5, 3], [None, 3], 0)[0] == "unknown"
     assert scatter_fit([5, 3], [5], 0)[0] == "unknown"
+
+
+def test_float16_scatter_nd_with_a_reduction_is_not_left_to_a_kernel_that_fails():
+    """The WebGPU plugin takes a float16 ScatterND with a reduction and fails its first run, and
+    ORT's CPU kernel refuses float16 with any ScatterND reduction (both measured: the plugin in
+    tests/webgpu/test_scatter_clean_webgpu.py, the CPU EP here). Static coordinates: convert
+    lowers it for webgpu, and the lowering writes what ORT's CPU kernel writes in float32.
+    Symbolic coordinates (no lowering): refused, saying why, instead of `native`."""
+    import onnxruntime as ort
+
+    from ort_dml_ops import inspect
+
+    def model(coords, elem=np.float16):
+        return single_op(
+            "ScatterND",
+            [
+                ("data", elem, [7, 3]),
+                ("indices", np.int64, [4, coords]),
+                ("updates", elem, [4, 3]),
+            ],
+            {"reduction": "max"},
+            opset=18,
+        )
+
+    rng = np.random.default_rng(4)
+    feeds = {
+        "data": rng.integers(-3, 4, (7, 3)).astype(np.float16),
+        "indices": np.array([[0], [2], [0], [6]], np.int64),
+        "updates": rng.integers(-3, 4, (4, 3)).astype(np.float16),
+    }
+    with pytest.raises(Exception, match="MLFloat16 data type is not supported"):
+        run_cpu(model(1), feeds)
+    node = convert(model(1), "webgpu").report.nodes[0]
+    assert node.action == "lowered" and "first run fails" in node.reason
+    wide = {
+        k: v.astype(np.float32) if v.dtype == np.float16 else v
+        for k, v in feeds.items()
+    }
+    (want,) = run_cpu(model(1, np.float32), wide)
+    got = ort.InferenceSession(
+        convert(model(1), "webgpu").model.SerializeToString(),
+        providers=["CPUExecutionProvider"],
+    ).run(None, feeds)[0]
+    np.testing.assert_array_equal(got, want.astype(np.float16))
+    placed = inspect(model(1), "webgpu").to_dict()["nodes"][0]
+    assert "first run fails" in placed["reason"]
+    symbolic = convert(model("k"), "webgpu").report.nodes[0]
+    assert symbolic.action == "refused" and "first run fails" in symbolic.reason
+    # float32 is the plugin's own kernel, as before
+    assert convert(model(1, np.float32), "webgpu").report.nodes[0].action == "native"

@@ -236,7 +236,11 @@ class Target:
                 why_off = _recorded_attrs_check(node, tk)
             if why_off is None:
                 fails = (
-                    _dml_kernel_creation_failure(node) if self.provider == DML else None
+                    _dml_kernel_creation_failure(node)
+                    if self.provider == DML
+                    else _webgpu_run_failure(node, resolve)
+                    if self.provider == WEBGPU
+                    else None
                 )
                 reason = f"{_short(self.provider)} kernel {op}({tk.version_text()})" + (
                     f"; {fails}" if fails else ""
@@ -430,13 +434,26 @@ def _dml_kernel_creation_failure(node) -> str | None:
     return None
 
 
-def _cpu_run_refusal(node, op, resolve) -> str | None:
-    """scatter_elements.cc (CPU EP): float16 data with reduction add/mul is refused at run time
-    ("MLFloat16 data type is not supported ... when reduction is 'add'"); measured with
-    onnxruntime 1.31.1, which also crashes on it from about 1e6 elements."""
-    if op != "ScatterElements":
+def _webgpu_run_failure(node, resolve) -> str | None:
+    """Nodes the WebGPU plugin takes but fails to run (measured on the plugin, lane).
+
+    ScatterND with a reduction on float16: the plugin registers ScatterND for float16 and takes
+    the node, but its shader reduces only 32-bit types (f32, i32, u32) and throws "Reduction is
+    not supported for data type" at the first run (onnxruntime/core/providers/webgpu/tensor/
+    scatter_nd.cc, ScatterNDProgram::GenerateShaderCode; onnxruntime-ep-webgpu 0.4.0). Its
+    ScatterElements reduces float16 (u32 atomics holding two halves) and runs."""
+    if node.op_type != "ScatterND" or node.domain not in ("", "ai.onnx"):
         return None
-    reduction = next(
+    reduction = _reduction(node)
+    if reduction != "none" and resolve("T") == "tensor(float16)":
+        return (
+            f"its float16 ScatterND has no reduction '{reduction}': the first run fails"
+        )
+    return None
+
+
+def _reduction(node) -> str:
+    value = next(
         (
             onnx.helper.get_attribute_value(a)
             for a in node.attribute
@@ -444,7 +461,25 @@ def _cpu_run_refusal(node, op, resolve) -> str | None:
         ),
         b"none",
     )
-    reduction = reduction.decode() if isinstance(reduction, bytes) else reduction
+    return value.decode() if isinstance(value, bytes) else value
+
+
+def _cpu_run_refusal(node, op, resolve) -> str | None:
+    """The CPU EP refuses float16 data at run time ("MLFloat16 data type is not supported with
+    … when reduction is 'add'"): ScatterElements with reduction add / mul (scatter_elements.cc;
+    onnxruntime 1.31.1 also crashes on it from about 1e6 elements), ScatterND with any
+    reduction (scatter_nd.cc). Measured with onnxruntime 1.31.1."""
+    refused = {
+        "ScatterElements": ("add", "mul"),
+        "ScatterND": ("add", "mul", "max", "min"),
+    }
+    reduction = _reduction(node)
+    if reduction in refused.get(op, ()) and resolve("T") == "tensor(float16)":
+        return (
+            f"the CPU kernel refuses float16 with reduction '{reduction}' when it runs"
+        )
+    return None
+    reduction = _reduction(node)
     if reduction in ("add", "mul") and resolve("T") == "tensor(float16)":
         return (
             f"the CPU kernel refuses float16 with reduction '{reduction}' when it runs"
