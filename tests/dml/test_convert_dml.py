@@ -295,6 +295,36 @@ def _lean_cases():
                 {"data": data, "indices": idx, "updates": upd},
             )
         )
+    for red in ("max", "min"):
+        # the ends of the range: ±max and ±inf sort to where a TopK that pads its rows to a
+        # power of two puts its padding (ORT's WebGPU TopK does, tests/webgpu); rows of 3 and 11
+        big = np.finfo(np.float32).max
+        for axis, dshape, ishape in ((0, [5, 3], [6, 3]), (1, [4, 7], [4, 11])):
+            data = rng.integers(-3, 4, dshape).astype(np.float32)
+            data[rng.random(dshape) < 0.2] = big
+            data[rng.random(dshape) < 0.2] = -big
+            upd = rng.integers(-3, 4, ishape).astype(np.float32)
+            for value, share in (
+                (big, 0.1),
+                (-big, 0.1),
+                (np.inf, 0.05),
+                (-np.inf, 0.05),
+            ):
+                upd[rng.random(ishape) < share] = value
+            upd[rng.random(ishape) < 0.01] = np.nan
+            idx = rng.integers(-dshape[axis], dshape[axis], ishape).astype(np.int64)
+            m = single_op(
+                "ScatterElements",
+                [
+                    ("data", np.float32, dshape),
+                    ("indices", np.int64, ishape),
+                    ("updates", np.float32, ishape),
+                ],
+                {"axis": axis, "reduction": red},
+                opset=18,
+            )
+            feeds = {"data": data, "indices": idx, "updates": upd}
+            cases.append((f"lean_float_{red}_ends_axis{axis}", m, feeds))
     return cases
 
 
