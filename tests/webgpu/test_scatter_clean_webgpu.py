@@ -204,6 +204,12 @@ def _extreme_updates(rng, shape, dtype):
         ("ScatterElements", 1, (4, 7), (4, 11)),
         ("ScatterElements", 0, (6, 5), (300, 5)),
         ("ScatterND", None, (7, 3), (13, 1)),
+        (
+            "ScatterND",
+            None,
+            (50,),
+            (3000, 1),
+        ),  # 3000 keys: the plugin's multi-pass sort
     ],
 )
 def test_max_min_at_the_ends_of_the_range_equal_ort_kernel(
@@ -211,8 +217,9 @@ def test_max_min_at_the_ends_of_the_range_equal_ort_kernel(
 ):
     """A min of −max or −inf (a max of +max or +inf) sorts to the end where ORT's WebGPU TopK
     puts its padding; the lowering's value sort must still place every update (rows of 3, 11,
-    300 and 13 keys: none a power of two). Found by `tune` on scatter_reduce_amax's export,
-    whose ScatterElements(min) writes finfo.min. Bit for bit against ORT's CPU kernel."""
+    300, 13 and 3000 keys: none a power of two; past 2048 keys the plugin sorts in global
+    memory). Found by `tune` on scatter_reduce_amax's export, whose ScatterElements(min)
+    writes finfo.min. Bit for bit against ORT's CPU kernel."""
     import onnx
     from onnx import helper
 
@@ -220,7 +227,9 @@ def test_max_min_at_the_ends_of_the_range_equal_ort_kernel(
     data = rng.integers(-3, 4, dshape).astype(dtype)
     data[rng.random(dshape) < 0.2] = np.finfo(dtype).max
     data[rng.random(dshape) < 0.2] = -np.finfo(dtype).max
-    upd = _extreme_updates(rng, ishape if op == "ScatterElements" else (13, 3), dtype)
+    upd = _extreme_updates(
+        rng, ishape if op == "ScatterElements" else ishape[:1] + dshape[1:], dtype
+    )
     if op == "ScatterElements":
         idx = rng.integers(-dshape[axis], dshape[axis], ishape).astype(np.int64)
         node = helper.make_node(
