@@ -323,3 +323,35 @@ def test_float16_scatter_nd_with_a_reduction_fails_on_the_plugin(webgpu_lane):
         else:
             with pytest.raises(Exception, match="Reduction is not supported"):
                 s.run(None, feeds)
+
+
+def test_the_plugins_topk_puts_its_padding_before_keys_at_the_end_of_the_range(
+    webgpu_lane,
+):
+    """Minimal repro of the plugin behaviour the max / min lowering pads around
+    (`scatter_clean._padded_to_power_of_two`): ORT's WebGPU TopK pads a row of 3 keys to 4 with
+    −max at index −1 (largest) and sorts the padding first among equal keys, so a TopK of all 3
+    returns −1 for the key at −inf. ORT's CPU kernel returns [1, 2, 0]. When a plugin release
+    fixes it this fails: the lowering's padding can go, and docs/webgpu.md says so."""
+    from onnx import TensorProto as T
+    from onnx import helper as h
+
+    g = h.make_graph(
+        [h.make_node("TopK", ["x", "k"], ["v", "i"], name="topk", largest=1)],
+        "topk",
+        [h.make_tensor_value_info("x", T.FLOAT, [1, 3])],
+        [
+            h.make_tensor_value_info("v", T.FLOAT, [1, 3]),
+            h.make_tensor_value_info("i", T.INT64, [1, 3]),
+        ],
+        [h.make_tensor("k", T.INT64, [1], [3])],
+    )
+    m = h.make_model(g, opset_imports=[h.make_opsetid("", 17)], ir_version=8)
+    x = np.array([[-np.inf, 2.0, 1.0]], np.float32)
+    s = webgpu_session(m)
+    assert placement(s) == {"topk": "WebGpuExecutionProvider"}
+    want = ort.InferenceSession(
+        m.SerializeToString(), providers=["CPUExecutionProvider"]
+    ).run(None, {"x": x})[1]
+    np.testing.assert_array_equal(want, [[1, 2, 0]])
+    np.testing.assert_array_equal(s.run(None, {"x": x})[1], [[1, 2, -1]])
