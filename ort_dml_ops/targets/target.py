@@ -71,6 +71,13 @@ class Decision:
         return iter((self.provider, self.reason))
 
 
+#: the WebGPU plugin's TopK (webgpu/math/top_k.cc): rows padded to a power of two with ∓max at
+#: index −1, the padding first among equal keys (pinned in tests/webgpu/test_scatter_clean_webgpu.py)
+WEBGPU_TOPK_NOTE = (
+    "the plugin's TopK returns index -1 for keys at or beyond -max (largest) / +max "
+    "(smallest), e.g. logits masked with -inf, where a row's length is not a power of two"
+)
+
 #: what ORT does to a node whose recorded kernel is NHWC (the plugin's Conv, pools, ...)
 NHWC_NOTE = (
     "ORT's layout transformation runs it in NHWC (domain com.ms.internal.nhwc, renamed "
@@ -247,6 +254,8 @@ class Target:
                 )
                 if tk.extra.get("layout") == "NHWC":
                     reason += f"; {NHWC_NOTE}"
+                if self.provider == WEBGPU and op == "TopK":
+                    reason += f"; {WEBGPU_TOPK_NOTE}"
                 return Decision(
                     self.provider,
                     reason,

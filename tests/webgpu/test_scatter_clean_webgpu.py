@@ -332,7 +332,7 @@ def test_the_plugins_topk_puts_its_padding_before_keys_at_the_end_of_the_range(
     (`scatter_clean._padded_to_power_of_two`): ORT's WebGPU TopK pads a row of 3 keys to 4 with
     −max at index −1 (largest) and sorts the padding first among equal keys, so a TopK of all 3
     returns −1 for the key at −inf. ORT's CPU kernel returns [1, 2, 0]. When a plugin release
-    fixes it this fails: the lowering's padding can go, and docs/webgpu.md says so."""
+    fixes it this fails: the lowering's padding and inspect's note can go (docs/webgpu.md)."""
     from onnx import TensorProto as T
     from onnx import helper as h
 
@@ -355,3 +355,8 @@ def test_the_plugins_topk_puts_its_padding_before_keys_at_the_end_of_the_range(
     ).run(None, {"x": x})[1]
     np.testing.assert_array_equal(want, [[1, 2, 0]])
     np.testing.assert_array_equal(s.run(None, {"x": x})[1], [[1, 2, -1]])
+    # and `inspect --target webgpu` tells the user so, on every TopK it places there
+    from ort_dml_ops import inspect
+
+    (node,) = inspect(m, "webgpu").nodes
+    assert node.provider == "WebGpuExecutionProvider" and "index -1" in node.reason
