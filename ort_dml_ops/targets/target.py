@@ -488,9 +488,3 @@ def _cpu_run_refusal(node, op, resolve) -> str | None:
             f"the CPU kernel refuses float16 with reduction '{reduction}' when it runs"
         )
     return None
-    reduction = _reduction(node)
-    if reduction in ("add", "mul") and resolve("T") == "tensor(float16)":
-        return (
-            f"the CPU kernel refuses float16 with reduction '{reduction}' when it runs"
-        )
-    return None
