@@ -204,12 +204,8 @@ def _extreme_updates(rng, shape, dtype):
         ("ScatterElements", 1, (4, 7), (4, 11)),
         ("ScatterElements", 0, (6, 5), (300, 5)),
         ("ScatterND", None, (7, 3), (13, 1)),
-        (
-            "ScatterND",
-            None,
-            (50,),
-            (3000, 1),
-        ),  # 3000 keys: the plugin's multi-pass sort
+        # 3000 keys in one sort: the plugin's multi-pass TopK
+        ("ScatterND", None, (50,), (3000, 1)),
     ],
 )
 def test_max_min_at_the_ends_of_the_range_equal_ort_kernel(
@@ -258,9 +254,8 @@ def test_max_min_at_the_ends_of_the_range_equal_ort_kernel(
         ir_version=9,
     )
     model = _symbolic(native) if symbolic else native
-    if (
-        symbolic and op == "ScatterND"
-    ):  # coordinates per update: static (else not lowered)
+    if symbolic and op == "ScatterND":
+        # the coordinates per update stay static: a ScatterND is lowered only then
         model.graph.input[1].type.tensor_type.shape.dim[1].dim_value = 1
     low = convert(model, "webgpu", strategy="lower", with_inspect=False).model
     feeds = {"data": data, "indices": idx, "updates": upd}
