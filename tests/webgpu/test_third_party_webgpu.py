@@ -25,9 +25,9 @@ pytestmark = [pytest.mark.webgpu, pytest.mark.full]
 NOT_COMPARED = {
     "kokoro/kokoro_v1_int8": (
         "the plugin leaves 12 of Kokoro's 3,434 nodes to the CPU EP for a reason not found yet "
-        "(the Transpose / Reshape after its DynamicQuantizeLSTM and the layer norm they feed; "
-        "each has a WebGPU kernel for its types): inspect puts them on WebGPU "
-        "(docs/webgpu.md, known limits)"
+        "(the Transpose / Reshape after its DynamicQuantizeLSTM, the layer norm they feed and "
+        "two Transposes the layout step's transpose optimizer adds there; each has a WebGPU "
+        "kernel for its types): inspect puts them on WebGPU (docs/webgpu.md, known limits)"
     ),
 }
 
