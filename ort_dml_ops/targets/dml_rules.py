@@ -31,7 +31,8 @@ DML_ELEMENT_TYPES = frozenset(
 )
 
 
-def _attr(node: onnx.NodeProto, name: str, default):
+def attr(node: onnx.NodeProto, name: str, default):
+    """The node's attribute `name` as a Python value (strings decoded), `default` where unset."""
     for a in node.attribute:
         if a.name == name:
             v = onnx.helper.get_attribute_value(a)
@@ -49,7 +50,7 @@ def _present_inputs(node) -> int:
 
 # name -> (callable(node) -> reason-or-None, source file). A reason means the query rejects.
 def _q_scatter(node):
-    r = _attr(node, "reduction", "none")
+    r = attr(node, "reduction", "none")
     return (
         None
         if r == "none"
@@ -64,7 +65,7 @@ def _q_slice(node):
 
 
 def _q_pad(node):
-    pads = _attr(node, "pads", [])
+    pads = attr(node, "pads", [])
     return (
         None
         if not any(p < 0 for p in pads)
@@ -75,23 +76,23 @@ def _q_pad(node):
 def _q_maxpool(node):
     return (
         None
-        if _attr(node, "storage_order", 0) == 0
+        if attr(node, "storage_order", 0) == 0
         else "QueryMaxPool rejects storage_order != 0"
     )
 
 
 def _q_resize(node):
-    if _attr(node, "mode", "nearest") == "cubic":
+    if attr(node, "mode", "nearest") == "cubic":
         return "QueryResize rejects mode='cubic'"
-    if _attr(node, "exclude_outside", 0) != 0:
+    if attr(node, "exclude_outside", 0) != 0:
         return "QueryResize rejects exclude_outside != 0"
-    if _attr(node, "extrapolation_value", 0.0) != 0.0:
+    if attr(node, "extrapolation_value", 0.0) != 0.0:
         return "QueryResize rejects extrapolation_value != 0"
     return None
 
 
 def _q_batchnorm(node):
-    if _attr(node, "training_mode", 0) != 0:
+    if attr(node, "training_mode", 0) != 0:
         return "QueryBatchNormalization rejects training_mode != 0"
     if _present_inputs(node) < 5:
         return "QueryBatchNormalization rejects fewer than 5 inputs"

@@ -453,24 +453,12 @@ def _webgpu_run_failure(node, resolve) -> str | None:
     ScatterElements reduces float16 (u32 atomics holding two halves) and runs."""
     if node.op_type != "ScatterND" or node.domain not in ("", "ai.onnx"):
         return None
-    reduction = _reduction(node)
+    reduction = dml_rules.attr(node, "reduction", "none")
     if reduction != "none" and resolve("T") == "tensor(float16)":
         return (
             f"its float16 ScatterND has no reduction '{reduction}': the first run fails"
         )
     return None
-
-
-def _reduction(node) -> str:
-    value = next(
-        (
-            onnx.helper.get_attribute_value(a)
-            for a in node.attribute
-            if a.name == "reduction"
-        ),
-        b"none",
-    )
-    return value.decode() if isinstance(value, bytes) else value
 
 
 def _cpu_run_refusal(node, op, resolve) -> str | None:
@@ -482,7 +470,7 @@ def _cpu_run_refusal(node, op, resolve) -> str | None:
         "ScatterElements": ("add", "mul"),
         "ScatterND": ("add", "mul", "max", "min"),
     }
-    reduction = _reduction(node)
+    reduction = dml_rules.attr(node, "reduction", "none")
     if reduction in refused.get(op, ()) and resolve("T") == "tensor(float16)":
         return (
             f"the CPU kernel refuses float16 with reduction '{reduction}' when it runs"
