@@ -197,6 +197,20 @@ GUARDED = {
 }
 
 
+def _scatter18(dshape, ishape, axis, reduction, dtype=np.float32):
+    """A ScatterElements-18 with `reduction` along `axis` (`_lean_cases`' one model shape)."""
+    return single_op(
+        "ScatterElements",
+        [
+            ("data", dtype, dshape),
+            ("indices", np.int64, ishape),
+            ("updates", dtype, ishape),
+        ],
+        {"axis": axis, "reduction": reduction},
+        opset=18,
+    )
+
+
 def _lean_cases():
     """(name, original model, feeds) for the sort / prefix-sum folds (rules/scatter_lean.py):
     duplicates everywhere, NaN and signed zeros for float max / min, int32 sums that overflow;
@@ -212,16 +226,7 @@ def _lean_cases():
             upd[rng.random(ishape) < 0.15] = -0.0
             upd[rng.random(ishape) < 0.1] = 0.0
             idx = rng.integers(-dshape[axis], dshape[axis], ishape).astype(np.int64)
-            m = single_op(
-                "ScatterElements",
-                [
-                    ("data", np.float32, dshape),
-                    ("indices", np.int64, ishape),
-                    ("updates", np.float32, ishape),
-                ],
-                {"axis": axis, "reduction": red},
-                opset=18,
-            )
+            m = _scatter18(dshape, ishape, axis, red)
             feeds = {"data": data, "indices": idx, "updates": upd}
             cases.append((f"lean_float_{red}_axis{axis}", m, feeds))
     for axis, dshape, ishape in ((1, [4, 6], [4, 30]), (0, [5, 3], [3000, 3])):
@@ -237,16 +242,7 @@ def _lean_cases():
         idx = rng.integers(-dshape[axis], dshape[axis], ishape).astype(np.int64)
         idx[..., 0] = 1  # position 1 of each row / column: −0.0 updates only
         upd[..., 0] = -0.0
-        m = single_op(
-            "ScatterElements",
-            [
-                ("data", np.float32, dshape),
-                ("indices", np.int64, ishape),
-                ("updates", np.float32, ishape),
-            ],
-            {"axis": axis, "reduction": "add"},
-            opset=18,
-        )
+        m = _scatter18(dshape, ishape, axis, "add")
         feeds = {"data": data, "indices": idx, "updates": upd}
         cases.append((f"lean_float_add_axis{axis}", m, feeds))
         # the block products: factors ±1, ±2, ½ multiply exactly in any order; ±0.0 signs,
@@ -256,16 +252,7 @@ def _lean_cases():
         mul[rng.random(ishape) < 0.002] = np.inf
         mul[rng.random(ishape) < 0.001] = np.nan
         mul[..., 0] = -0.0
-        m = single_op(
-            "ScatterElements",
-            [
-                ("data", np.float32, dshape),
-                ("indices", np.int64, ishape),
-                ("updates", np.float32, ishape),
-            ],
-            {"axis": axis, "reduction": "mul"},
-            opset=18,
-        )
+        m = _scatter18(dshape, ishape, axis, "mul")
         feeds = {"data": data, "indices": idx, "updates": mul}
         cases.append((f"lean_float_mul_axis{axis}", m, feeds))
     for red, dt in (
@@ -278,16 +265,7 @@ def _lean_cases():
         data = rng.integers(info.max - 5, info.max, [4, 6]).astype(dt)
         upd = rng.integers(info.max // 2, info.max, [4, 25]).astype(dt)  # sums wrap
         idx = rng.integers(-6, 6, [4, 25]).astype(np.int64)
-        m = single_op(
-            "ScatterElements",
-            [
-                ("data", dt, [4, 6]),
-                ("indices", np.int64, [4, 25]),
-                ("updates", dt, [4, 25]),
-            ],
-            {"axis": 1, "reduction": red},
-            opset=18,
-        )
+        m = _scatter18([4, 6], [4, 25], 1, red, dt)
         cases.append(
             (
                 f"lean_{np.dtype(dt).name}_{red}",
@@ -313,16 +291,7 @@ def _lean_cases():
                 upd[rng.random(ishape) < share] = value
             upd[rng.random(ishape) < 0.01] = np.nan
             idx = rng.integers(-dshape[axis], dshape[axis], ishape).astype(np.int64)
-            m = single_op(
-                "ScatterElements",
-                [
-                    ("data", np.float32, dshape),
-                    ("indices", np.int64, ishape),
-                    ("updates", np.float32, ishape),
-                ],
-                {"axis": axis, "reduction": red},
-                opset=18,
-            )
+            m = _scatter18(dshape, ishape, axis, red)
             feeds = {"data": data, "indices": idx, "updates": upd}
             cases.append((f"lean_float_{red}_ends_axis{axis}", m, feeds))
     return cases
