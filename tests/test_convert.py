@@ -611,6 +611,14 @@ def _scatter(dshape, ishape, ushape, axis=0, op="ScatterElements", opset=18):
             _scatter([4, 5], [2, 1], [2, 4], op="ScatterND"),
             r"'the_ScatterND': updates dimensions \[2, 4\] differ",
         ),
+        (
+            _scatter([4, 5], [5, 2], [5, 2], axis=1),
+            r"'the_ScatterElements': indices dimension 0 is 5, larger than the data's 4",
+        ),
+        (
+            _scatter([4, 5, 3], [4, 2, 4], [4, 2, 4], axis=1, opset=10, op="Scatter"),
+            r"'the_Scatter': indices dimension 2 is 4, larger than the data's 3",
+        ),
     ],
 )
 @pytest.mark.parametrize("strategy", ["auto", "native"])
@@ -618,6 +626,30 @@ def test_statically_invalid_models_refused(model, match, strategy):
     with pytest.raises(UserError, match=match) as info:
         convert(model, "dml", strategy=strategy)
     assert "\n" not in str(info.value)
+
+
+def test_indices_longer_than_the_data_off_the_axis_fail_in_ort_itself():
+    """What the refusal above stands on: ORT loads such a model and its own kernel fails the run
+    ("Indices dim=5 at pos=0 is greater than input dim=4", cpu/tensor/scatter.cc); along the
+    axis the indices may be longer (9 updates into a row of 5)."""
+    feeds = {
+        "data": np.zeros((4, 5), np.float32),
+        "indices": np.zeros((5, 2), np.int64),
+        "updates": np.ones((5, 2), np.float32),
+    }
+    with pytest.raises(
+        Exception, match="Indices dim=5 at pos=0 is greater than input dim=4"
+    ):
+        run_cpu(_scatter([4, 5], [5, 2], [5, 2], axis=1), feeds)
+    longer_on_axis = _scatter([4, 5], [4, 9], [4, 9], axis=1)
+    feeds = {
+        "data": np.zeros((4, 5), np.float32),
+        "indices": np.zeros((4, 9), np.int64),
+        "updates": np.ones((4, 9), np.float32),
+    }
+    (want,) = run_cpu(longer_on_axis, feeds)
+    (got,) = run_cpu(convert(longer_on_axis, "dml", strategy="lower").model, feeds)
+    np.testing.assert_array_equal(got, want)
 
 
 def test_dynamic_shapes_are_not_refused():

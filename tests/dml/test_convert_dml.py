@@ -482,6 +482,58 @@ def test_guarded_scatter_on_dml_one_flag_to_the_host(lane_results, name):
     )
 
 
+def _off_axis_cases():
+    """A ScatterElements-18 (add) with symbolic shapes, converted as users do (guarded), fed
+    indices that fit and indices longer than the data on dim 0, off the axis: ORT's kernel fails
+    the latter ("Indices dim=5 at pos=0 is greater than input dim=4", scatter.cc), and the DML
+    EP's gathers check no bounds, so only the guard can fail it. Reference: ORT's CPU kernel."""
+    import onnxruntime as ort
+
+    m = _scatter18(["d0", "d1"], ["k0", "k1"], 1, "add")
+    rng = np.random.default_rng(21)
+
+    def feeds(ishape):
+        return {
+            "data": rng.integers(-4, 5, (4, 5)).astype(np.float32),
+            "indices": rng.integers(-5, 5, ishape).astype(np.int64),
+            "updates": rng.integers(-3, 4, ishape).astype(np.float32),
+        }
+
+    good, bad = feeds((4, 7)), feeds((5, 2))
+    want = ort.InferenceSession(
+        m.SerializeToString(), providers=["CPUExecutionProvider"]
+    ).run(None, good)[0]
+    return convert(m, "dml", strategy="lower").model, good, bad, want
+
+
+OFF_AXIS = _off_axis_cases()
+LANE_CASES += [
+    Case(
+        "scatter_off_axis:fits", OFF_AXIS[0], OFF_AXIS[1], session_options=AS_USERS_RUN
+    ),
+    Case(
+        "scatter_off_axis:longer",
+        OFF_AXIS[0],
+        OFF_AXIS[2],
+        session_options=AS_USERS_RUN,
+    ),
+]
+
+
+def test_indices_longer_off_the_axis_fail_the_run_on_dml(lane_results):
+    """On the real DML EP the guard fails the run whose indices are longer than the data off
+    the axis, as ORT's kernel does; indices that fit give ORT's values (small integers: exact)."""
+    fits = lane_results["scatter_off_axis:fits"]
+    assert fits.ok, f"{fits.stage}: {fits.error}"
+    assert fits.providers[0] == DML, fits.providers
+    np.testing.assert_array_equal(fits.outputs[0], OFF_AXIS[3])
+    longer = lane_results["scatter_off_axis:longer"]
+    assert not longer.ok and "IndexOrSizeOutOfRange" in (longer.error or ""), (
+        longer.stage,
+        longer.error,
+    )
+
+
 @pytest.mark.parametrize("name", list(LEAN))
 def test_lean_scatter_folds_on_dml_equal_ort_cpu_kernel(lane_results, name):
     """The sort / prefix-sum folds on the real DML EP (TopK's order of equal keys, MaxUnpool,

@@ -29,7 +29,8 @@ def _refuse_static_errors(model: ir.Model) -> None:
 
     ONNX Runtime loads such models and fails only at run time (or the lowered graph would
     compute something else): a constant axis out of range or not one integer, a non-integer
-    axis, a scatter axis attribute out of range, indices and updates of different static shapes.
+    axis, a scatter axis attribute out of range, indices and updates of different static shapes,
+    indices longer than the data off a ScatterElements' axis.
     """
     for graph, where, _ in walk_graphs(model, 0):
         for node in graph:
@@ -95,6 +96,13 @@ def _static_problem(node: ir.Node) -> str | None:
             return (
                 f"indices have rank {len(di)}, the data rank {r} (they must be equal)"
             )
+        dd = known_dims(data)
+        if di is not None and dd is not None and len(di) == len(dd):
+            # ORT's kernel (cpu/tensor/scatter.cc): "Indices dim=… at pos=… is greater than
+            # input dim=…" off the axis, at run time; the lowering would write other rows
+            for d, (i, n) in enumerate(zip(di, dd)):
+                if d != a % len(dd) and i is not None and n is not None and i > n:
+                    return f"indices dimension {d} is {i}, larger than the data's {n} (off the axis it may not be)"
     elif op == "ScatterND":
         dd, di, du = known_dims(data), known_dims(indices), known_dims(updates)
         if dd is None or di is None or du is None or not di or di[-1] is None:

@@ -63,6 +63,7 @@ from .scatter_guard import (
     MAX_SLOTS,
     both,
     checked_updates,
+    dims_guard,
     expected_update_dims,
     in_range,
     register,
@@ -152,6 +153,10 @@ class ScatterLowering(Rule):
             ddims = sizes.dims(e, data)
             expected = expected_update_dims(node.op_type, idims, ddims)
             shape_ok = shape_guard(e, sizes.dims(e, updates), expected)
+            if node.op_type != "ScatterND":
+                axis = attr_int(node, "axis", 0) % len(ddims)
+                dims_ok = dims_guard(e, idims, ddims, axis)
+                shape_ok = both(e, shape_ok, dims_ok, ctx.target == "webgpu")
         if (
             shape_ok is None and static_numel(updates) == 0
         ):  # no updates: the data unchanged

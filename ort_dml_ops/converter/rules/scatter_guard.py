@@ -338,6 +338,28 @@ def shape_guard(e: Emitter, udims: list[Size], expected: list[Size]) -> ir.Value
     return e.op("Equal", worst, e.i64([0]))
 
 
+def dims_guard(
+    e: Emitter, idims: list[Size], ddims: list[Size], axis: int
+) -> ir.Value | None:
+    """True when no dim of the indices is longer than the data's off the axis (None when the
+    declared shapes already prove it). ORT's CPU kernel refuses a longer one ("Indices dim=… at
+    pos=… is greater than input dim=…", cpu/tensor/scatter.cc, every dim but the axis); the
+    lowering's flat positions would run into the next row instead, a value where ORT returns an
+    error. Compared on the CPU, on shape tensors only; a static excess is refused by convert
+    (passes/static_errors.py)."""
+    pairs = [
+        (i, n)
+        for d, (i, n) in enumerate(zip(idims, ddims, strict=True))
+        if d != axis and not (isinstance(i, int) and isinstance(n, int) and i <= n)
+    ]
+    if not pairs:
+        return None
+    got = sizes.concat(e, [i for i, _ in pairs])
+    limit = sizes.concat(e, [n for _, n in pairs])
+    excess = e.op("ReduceMax", e.op("Sub", got, limit), keepdims=1)
+    return e.op("Less", excess, e.i64([1]))
+
+
 def size_guard(e: Emitter, K: Size, M: Size, host: bool = False) -> ir.Value | None:
     """K + 1 < 2^24 and M + K < 2^31 where the sizes are only known at run time."""
     checks = []

@@ -920,6 +920,70 @@ def test_scatter_nd_with_a_rank_known_only_at_run_time(reduction):
         )  # small integers: sums exact in float32
 
 
+@pytest.mark.parametrize("target", ["dml", "cpu", "webgpu"])
+@pytest.mark.parametrize("reduction", ["none", "add", "mul", "max"])
+@pytest.mark.parametrize(
+    "dshape,axis,bad,good",
+    [
+        # the indices' dim 0 longer than the data's: rows past the data's last
+        ([4, 5], 1, [5, 2], [[4, 2], [3, 9], [4, 5]]),
+        ([3, 4, 2], 1, [3, 2, 3], [[3, 6, 2], [1, 1, 1], [2, 4, 2]]),
+        ([3, 4, 2], -3, [5, 5, 2], [[5, 4, 2], [1, 3, 1]]),
+    ],
+)
+def test_indices_longer_than_the_data_off_the_axis_fail_where_ort_fails(
+    target, reduction, dshape, axis, bad, good
+):
+    """Symbolic shapes: ORT's kernel fails a run whose indices are longer than the data on a
+    dim other than the axis ("Indices dim=… is greater than input dim=…", scatter.cc); the
+    lowering's flat positions would run into the next rows and return a value. The guard
+    (scatter_guard.dims_guard) fails it the same way; shorter dims, and a longer axis, give
+    ORT's values."""
+    rank = len(dshape)
+    m = elements_model(
+        [f"d{i}" for i in range(rank)],
+        [f"k{i}" for i in range(rank)],
+        axis,
+        reduction,
+        np.float32,
+    )
+    r = lowered(m, target)
+    assert r.report.nodes[0].action == "lowered"
+    rng = np.random.default_rng(5)
+
+    def feeds(ishape):
+        n = dshape[axis % rank]
+        return {
+            "data": rng.integers(-4, 5, dshape).astype(np.float32),
+            "indices": rng.integers(-n, n, ishape).astype(np.int64),
+            "updates": rng.integers(-3, 4, ishape).astype(np.float32),
+        }
+
+    f = feeds(bad)
+    with pytest.raises(Exception, match="is greater than input dim"):
+        run_cpu(m, f)
+    # the guard fails it; on the CPU EP a kernel of the lowering that checks its own bounds
+    # (MaxUnpool, GatherElements) may fail first — a GPU's do not (the lane: test_convert_dml)
+    with pytest.raises(
+        Exception,
+        match=r"IndexOrSizeOutOfRange|out of (data )?bounds|(?i:out of range)",
+    ):
+        run_cpu(r.model, f)
+    for ishape in good:
+        f = feeds(ishape)
+        if (
+            reduction == "none"
+        ):  # one update per element (ORT's order for duplicates aside)
+            n = dshape[axis % rank]
+            f["indices"] = np.argsort(rng.random(ishape), axis=axis % rank) % n
+            f["indices"] = f["indices"].astype(np.int64)
+            if ishape[axis % rank] > n:
+                continue
+        (want,) = run_cpu(m, f)
+        (got,) = run_cpu(r.model, f)
+        np.testing.assert_array_equal(got, want)  # small integers: every sum exact
+
+
 def test_scatter_nd_with_a_run_time_rank_fails_where_ort_fails():
     r = _lowered_unranked(_nd_unranked("add"))
     good = {
