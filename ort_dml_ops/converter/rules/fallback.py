@@ -70,7 +70,7 @@ def _scatter_nd_via_elements(node: ir.Node, ctx: RewriteContext) -> Rewrite | No
         if indices.dtype != ir.DataType.INT64
         else indices
     )
-    pos, _, _ = positions_nd(
+    pos, _, _, _ = positions_nd(
         e, idx, sizes.dims(e, indices), sizes.dims(e, data), check=False
     )
     reduction = node.attributes.get("reduction")

@@ -231,7 +231,7 @@ class NarrowToInt32(Rule):
         if source == ir.DataType.INT64 and _sums(node):
             ranges = [value_range(node.inputs[k]) for k in slots]
             flag = _bound_flag(e, node, ranges, inputs)
-            register(e, None, flag)
+            register(e, host=flag)
         note = (
             "int64 computed in int32: exact, a sum's bound checked"
             + (

@@ -11,10 +11,12 @@ Shapes may be symbolic or data-dependent: every size (K, M, strides, the padding
 is an int when the graph knows it and otherwise comes from `Shape` / `Size` at run time
 (`sizes.py`), in small int64 nodes that ONNX Runtime keeps on the CPU next to a GPU EP.
 
-1. flat positions, int32 (M + K < 2^31, guarded): `index · stride` is a gather from
-   `Range(0, dim · stride, stride)` (which also normalises negative indices, as Gather does;
-   each 1-D gather of the rule is a GatherElements on [1, n] views, `Emitter.take`),
-   plus a broadcast sum of the other coordinates' `Range`s — two full-size passes;
+1. flat positions, int32 (M + K < 2^31, guarded): a ScatterElements whose indices span more
+   than its axis reads them in one GatherElements along the axis from `Range(0, M)` shaped as
+   the data (the position table; GatherElements normalises negative indices, and ORT folds
+   the Range where M is static); otherwise, and for ScatterND's coordinates, `index · stride`
+   is a gather from `Range(0, dim · stride, stride)` (each 1-D gather of the rule is a
+   GatherElements, `Emitter.take`), plus a broadcast sum of the other coordinates' `Range`s;
 2. reductions only: sort the positions (TopK, smallest first; equal keys keep index order;
    a last-axis scatter row by row), gather the updates in that order, and fold each run of
    equal positions: float add and mul by blocks of masked reductions (`blocksum.py`: one mask,
@@ -39,7 +41,8 @@ is an int when the graph knows it and otherwise comes from `Shape` / `Size` at r
    as ONNX Runtime's kernel does, when an index is outside [−dim, dim) — ReduceMin / ReduceMax of the indices
    decide a shape that the final Reshape refuses (a GPU Gather does not fail on a bad index
    by itself). Sizes only known at run time are guarded the same way, always: K + 1 < 2^24
-   (slot numbers exact in float32) and M + K < 2^31 (int32 gather indices).
+   (slot numbers exact in float32), M + K < 2^31 (int32 gather indices), the updates' shape
+   and, off a ScatterElements' axis, indices no longer than the data.
 """
 
 from __future__ import annotations
@@ -61,16 +64,17 @@ from ._base import (
 from .emitter import Emitter, zeros_inferred
 from .scatter_guard import (
     MAX_SLOTS,
+    IndexCheck,
     both,
     checked_updates,
     dims_guard,
     expected_update_dims,
     in_range,
+    in_range_on_host,
     register,
     shape_guard,
     size_guard,
     static_numel,
-    worse,
 )
 from .scatter_write import REDUCE_OPS, scatter_flat
 from .segscan import BLOCK
@@ -168,7 +172,7 @@ class ScatterLowering(Rule):
         if (
             static_numel(indices) == 0
         ):  # no update: the data unchanged once the updates' shape is checked
-            register(e, None, shape_ok)
+            register(e, host=shape_ok)
             return e.done(
                 [e.op("Identity", data)],
                 f"no updates: the data unchanged; reduction {red}; run-time guard: the updates' shape",
@@ -193,12 +197,12 @@ class ScatterLowering(Rule):
         lean_none = red == "none" and not clean and static_k
         pos_type = np.int64 if lean_none else np.int32
         if node.op_type == "ScatterND":
-            pos, K, ok = positions_nd(
+            pos, K, device_checks, index_ok = positions_nd(
                 e, idx, idims, ddims, ctx.check_indices, clean, pos_type
             )
         else:
             axis = attr_int(node, "axis", 0) % len(ddims)
-            pos, K, ok = positions_elements(
+            pos, K, device_checks, index_ok = positions_elements(
                 e,
                 idx,
                 idims,
@@ -213,12 +217,11 @@ class ScatterLowering(Rule):
             pos.dtype = ir.DataType.from_numpy(np.dtype(pos_type))
         # the flags go to the graph's one guard (scatter_guard.guard_graph): the index range
         # on the device (the clean variant computes it on the CPU), the rest on the CPU
-        device_ok = None if clean else ok
-        host_ok = both(e, ok if clean else None, size_guard(e, K, M, clean), clean)
+        host_ok = both(e, index_ok, size_guard(e, K, M, clean), clean)
         if clean:
             host_ok = both(e, host_ok, scatter_clean.size_guard(e, M), clean)
         host_ok = both(e, host_ok, shape_ok, clean)
-        register(e, device_ok, host_ok)
+        register(e, device_checks, host_ok)
         width = ctx.options.get("max_io_width") or BLOCK
         if clean:
             crow: Size | None = None
@@ -272,13 +275,14 @@ class ScatterLowering(Rule):
         note = f"{_show(K)} updates into {_show(M)} elements; reduction {red}"
         if clean:
             note += "; WebGPU-clean variant (float32 sort keys, ScatterElements write)"
-        if device_ok is not None or host_ok is not None:
+        if device_checks or host_ok is not None:
             note += "; run-time guard (one per graph, on its outputs): " + (
                 "indices and sizes" if ctx.check_indices else "sizes"
             )
         elif not ctx.check_indices:
             note += "; indices not checked (out-of-range indices write wrong elements)"
-        return e.done([y], note, keep=[device_ok, host_ok])
+        kept = [v for c in device_checks for v in c.values()]
+        return e.done([y], note, keep=[*kept, host_ok])
 
 
 def _runtime_rank_dims(
@@ -357,14 +361,39 @@ def positions_elements(
     host: bool = False,
     flat: bool = True,
     pos_type: type = np.int32,
-) -> tuple[ir.Value, Size, ir.Value | None]:
+) -> tuple[ir.Value, Size, tuple[IndexCheck, ...], ir.Value | None]:
     """Flat positions of the updates (`pos_type`; 1-D, in the indices' shape where not `flat`),
-    K and the index guard."""
+    K and the index guard: checks on the device, or (`host`) a flag on the CPU."""
     rank = len(ddims)
     # a stride is 0 only for empty data, where K is 0 too; Range refuses a 0 step, so ≥ 1
     strides = [
         sizes.maximum(e, sizes.product(e, ddims[d + 1 :]), 1) for d in range(rank)
     ]
+    off_axis = [
+        d
+        for d in range(rank)
+        if d != axis and not (isinstance(idims[d], int) and idims[d] == 1)
+    ]
+    K = sizes.product(e, idims)
+    if flat and off_axis and e.ctx.target != "webgpu":
+        # the position of every data element as a tensor of the data's shape: one GatherElements
+        # along the axis reads each update's position, negative indices included, with no
+        # broadcast sum of per-dim Ranges (a kernel per dim, a pass; the WebGPU plugin's
+        # GatherElements takes float data only). Dims of 0 are read as 1: the data is then
+        # empty, and K is 0 or the run fails (no index is in range, or the indices are longer)
+        whole = [sizes.maximum(e, n, 1) for n in ddims]
+        table = e.reshape(
+            sizes.iota(e, sizes.product(e, whole), pos_type),
+            sizes.concat(e, whole),
+            zeros_mapped=True,
+        )
+        pos = e.op("GatherElements", table, idx, axis=axis)
+        return (
+            e.reshape(pos, [-1]),
+            K,
+            _checks(e, idx, ddims[axis], K, table, check),
+            None,
+        )
     table = sizes.iota(
         e, ddims[axis], pos_type, step=strides[axis]
     )  # arange(dim) · stride
@@ -392,18 +421,30 @@ def positions_elements(
     else:
         pos = e.op("Gather", table, idx, axis=0)
     base = None
-    for d in range(rank):
-        if d == axis or (isinstance(idims[d], int) and idims[d] == 1):
-            continue
+    for d in off_axis:
         shape = [1] * rank
         shape[d] = -1
         term = e.reshape(sizes.iota(e, idims[d], pos_type, step=strides[d]), shape)
         base = term if base is None else e.op("Add", base, term)
     if base is not None:
         pos = e.op("Add", pos, base)
-    K = sizes.product(e, idims)
-    ok = in_range(e, idx, ddims[axis], host, count=K) if check else None
-    return (e.reshape(pos, [-1]) if flat else pos), K, ok
+    if check and host:
+        ok = in_range_on_host(e, idx, ddims[axis])
+        return (e.reshape(pos, [-1]) if flat else pos), K, (), ok
+    return (
+        (e.reshape(pos, [-1]) if flat else pos),
+        K,
+        _checks(e, idx, ddims[axis], K, table, check),
+        None,
+    )
+
+
+def _checks(
+    e: Emitter, idx: ir.Value, dim: Size, K: Size, span: ir.Value, check: bool
+) -> tuple[IndexCheck, ...]:
+    """The device check of idx against dim (none where `check` is off); `span`, the position
+    table, holds at least dim elements (`scatter_guard.one_check_to_host`)."""
+    return (in_range(e, idx, dim, count=K, span=span),) if check else ()
 
 
 def positions_nd(
@@ -414,7 +455,7 @@ def positions_nd(
     check: bool,
     host: bool = False,
     pos_type: type = np.int32,
-) -> tuple[ir.Value, Size, ir.Value | None]:
+) -> tuple[ir.Value, Size, tuple[IndexCheck, ...], ir.Value | None]:
     q = idims[-1]
     assert isinstance(q, int)  # check() refuses a symbolic coordinate count
     T = sizes.product(e, idims[:-1])
@@ -422,16 +463,22 @@ def positions_nd(
     idx2 = e.reshape(idx, [-1, q])
     tup = None
     ok = None
+    checks: tuple[IndexCheck, ...] = ()
     for j in range(q):
-        col = e.op("Gather", idx2, e.i64(j), axis=1)  # [T]
+        # [T]; with one coordinate per update, the indices themselves (a view, no gather)
+        col = (
+            e.reshape(idx2, [-1]) if q == 1 else e.op("Gather", idx2, e.i64(j), axis=1)
+        )
         stride = sizes.maximum(
             e, sizes.product(e, ddims[j + 1 :]), 1
         )  # 0 only for empty data
-        comp = e.take(sizes.iota(e, ddims[j], pos_type, step=stride), col)
+        table = sizes.iota(e, ddims[j], pos_type, step=stride)
+        comp = e.take(table, col)
         tup = comp if tup is None else e.op("Add", tup, comp)
-        if check:
-            check_j = in_range(e, col, ddims[j], host, count=T)
-            ok = both(e, ok, check_j, True) if host else worse(e, ok, check_j)
+        if check and host:
+            ok = both(e, ok, in_range_on_host(e, col, ddims[j]), True)
+        elif check:
+            checks += (in_range(e, col, ddims[j], count=T, span=table),)
     assert tup is not None  # check() refuses 0 coordinates per update
     pos = tup
     if not (isinstance(R, int) and R == 1):
@@ -440,4 +487,4 @@ def positions_nd(
             e.reshape(tup, [-1, 1]),
             e.reshape(sizes.iota(e, R, pos_type), [1, -1]),
         )
-    return e.reshape(pos, [-1]), sizes.mul(e, T, R), ok
+    return e.reshape(pos, [-1]), sizes.mul(e, T, R), checks, ok

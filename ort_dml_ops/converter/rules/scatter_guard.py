@@ -1,13 +1,16 @@
 """The run-time checks of the lowered scatter (scatter.py): what makes a lowered scatter fail
 where ONNX Runtime's kernel fails, instead of returning a value.
 
-ORT's CPU kernel (scatter.cc) refuses an index outside [-dim, dim) and updates whose shape
-differs from the indices' ("Indices vs updates dimensions differs"); a GPU Gather fails on
-neither. So each lowered scatter computes flags on small tensors (one max over its indices, the
-sizes known only at run time) and registers them with its graph (`register`). Once every node
-of the graph is rewritten, `guard_graph` folds all of them into ONE flag: the device flags by
-And on the device, then ONE host copy of the result (`to_host`), then the host flags — so a
-model pays one tiny copy per run however many scatters it lowers (issue 28). A false flag turns
+ORT's CPU kernel (scatter.cc) refuses an index outside [-dim, dim), updates whose shape
+differs from the indices' ("Indices vs updates dimensions differs") and indices longer than the
+data off a ScatterElements' axis ("Indices dim=… is greater than input dim=…"); a GPU Gather
+fails on none of them. So each lowered scatter computes checks on small tensors (a min and a
+max over its indices on the device, `in_range`; the sizes known only at run time on the CPU)
+and registers them with its graph (`register`). Once every node of the graph is rewritten,
+`guard_graph` folds all of them into ONE flag through ONE host copy — the graph's only index
+check by a Slice of its position table (`one_check_to_host`), several by one ReduceMax of their
+overruns on the device (`overrun`, `to_host`) — then the host flags: a model pays one tiny copy
+per run however many scatters it lowers (issue 28). A false flag turns
 each graph output's shape into one that Reshape refuses (`BAD_DIM`), in nodes named
 `…/IndexOrSizeOutOfRange` that `run` reports in one line: the run fails as ORT's kernel's does.
 `host=True` spells the flags with ops the WebGPU plugin has no kernel for, so the whole guard
@@ -15,6 +18,9 @@ stays on the CPU beside its int64 inputs.
 """
 
 from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
 
 import numpy as np
 import onnx_ir as ir
@@ -51,61 +57,87 @@ def negate(e: Emitter, a: ir.Value, host: bool = False) -> ir.Value:
     return e.op("Not", a)
 
 
+@dataclasses.dataclass(frozen=True)
+class IndexCheck:
+    """One set of indices checked on the device (`in_range`), for the graph's guard to finish.
+
+    `worst` = max(hi, −1 − lo) over the indices (int64, [1]): at most dim − 1 exactly when every
+    index lies in [−dim, dim), and at least 0 where there is an index (−1 − lo does not overflow
+    for any int64). `count`: the number of indices where it may be 0 at run time, else None
+    (then ORT's empty reductions give INT64_MIN / INT64_MAX — or, on the lane, garbage inside
+    a fused DML graph: piper's spline ScatterNDs with no update, docs/dml-lane.md — so the worst
+    means nothing). `span`: a device tensor of at least `dim` elements (the scatter's position
+    table), which the graph's one Slice can read when this is its only check. `ready`: `worst`
+    is already an overrun, at most 0 when every index is in range (before opset 12, without an
+    integer Max)."""
+
+    worst: ir.Value
+    dim: Size
+    count: Size | None
+    span: ir.Value | None
+    ready: bool = False
+
+    def values(self) -> list[ir.Value]:
+        """The values the guard reads later (`Emitter.done`'s keep)."""
+        sized = [v for v in (self.dim, self.count) if isinstance(v, ir.Value)]
+        return [self.worst, *sized] + ([self.span] if self.span is not None else [])
+
+
 def in_range(
     e: Emitter,
     idx: ir.Value,
     dim: Size,
-    host: bool = False,
     count: Size | None = None,
-) -> ir.Value:
-    """Whether every element of idx lies in [-dim, dim), from a min and a max over the indices
-    (two reads of K integers, nothing written at full size).
-
-    `host`: a bool flag computed on the CPU (the int64 indices are reduced there: no WebGPU
-    kernel reduces int64; see `both`). Otherwise the device's answer is an int64 **overrun**,
-    max(hi, −1 − lo) − (dim − 1): how far the worst index reaches past the last valid one, at
-    least 1 when an index is out of range, at most 0 when none is (−1 − lo does not overflow for
-    any int64) — the `ends` of the Slice that takes it to the host (`to_host`). No bool on the
-    device, where the lane read garbage from a Cast of the last of a long chain of And-ed flags
-    (piper's 61, docs/dml-lane.md). Before opset 12 (no integer Max) the overrun is 1 or 0 from
-    the two compares."""
+    span: ir.Value | None = None,
+) -> IndexCheck:
+    """The device's check that every element of idx lies in [-dim, dim), from a min and a max
+    over the indices (two reads of K integers, nothing written at full size): an `IndexCheck`
+    that `guard_graph` takes to the host with the graph's other checks. No bool on the device,
+    where the lane read garbage from a Cast of the last of a long chain of And-ed flags (piper's
+    61, docs/dml-lane.md). Before opset 12 (no integer Max) the overrun is 1 or 0 from the two
+    compares, made here."""
     lo = e.op("ReduceMin", idx, keepdims=0)
     hi = e.op("ReduceMax", idx, keepdims=0)
-    if host:
-        below = e.op("Less", lo, sizes.tensor(e, sizes.sub(e, 0, dim)))
-        ok = both(
-            e, negate(e, below, True), e.op("Less", hi, sizes.tensor(e, dim)), True
-        )
-        assert ok is not None  # both flags given
-        return ok
     static = count if isinstance(count, int) else static_numel(idx)
-    some = static is not None and static > 0
-    if e.opset >= 12:
-        # With at least one index, lo <= hi makes max(hi, −1 − lo) >= 0 and nothing wraps. With
-        # none, ORT's reductions give INT64_MIN / INT64_MAX: the worst is then held at −1 so
-        # that the overrun cannot wrap (a kernel only where the count may be 0)
-        worst = e.op("Max", hi, e.op("Sub", e.i64(-1), lo))
-        if not some:
-            worst = e.op("Max", worst, e.i64(-1))
-        last = sizes.on_device(e, sizes.sub(e, dim, 1))
-        overrun = e.reshape(e.op("Sub", worst, last), [1])
-    else:
-        below = e.op("Less", lo, sizes.on_device(e, sizes.sub(e, 0, dim)))
-        ok = e.op("And", e.op("Not", below), e.op("Less", hi, sizes.on_device(e, dim)))
-        overrun = e.reshape(e.op("Where", ok, e.i64([0]), e.i64([1])), [1])
-    if some:
-        return overrun
-    # no index at all (a count known only at run time may be 0): then the overrun is made
-    # at most 0, min(overrun, count); with indices, count ≥ 1 keeps any overrun ≥ 1 as it is.
-    # On the lane, piper's spline ScatterNDs with no update at run time got an excess of 11
-    # or garbage from the DML EP inside its fused graph (the CPU EP: −2) and failed the run; a
-    # ReduceMin / ReduceMax of an empty int64 input alone gives 0 on both EPs, so the cause is
-    # not minimized (docs/dml-lane.md) — the guard no longer depends on what it is
     if static is not None:
         count = static
     elif count is None:
         count = e.reshape(e.op("Size", idx), [1])
-    return sizes.int_extreme(e, "Min", overrun, sizes.on_device(e, count))
+    maybe_empty = None if isinstance(count, int) and count > 0 else count
+    if e.opset >= 12:
+        worst = e.reshape(e.op("Max", hi, e.op("Sub", e.i64(-1), lo)), [1])
+        return IndexCheck(worst, dim, maybe_empty, span)
+    below = e.op("Less", lo, sizes.on_device(e, sizes.sub(e, 0, dim)))
+    ok = e.op("And", e.op("Not", below), e.op("Less", hi, sizes.on_device(e, dim)))
+    overrun = e.reshape(e.op("Where", ok, e.i64([0]), e.i64([1])), [1])
+    return IndexCheck(overrun, dim, maybe_empty, None, ready=True)
+
+
+def in_range_on_host(e: Emitter, idx: ir.Value, dim: Size) -> ir.Value:
+    """Whether every element of idx lies in [-dim, dim), as a bool flag computed on the CPU
+    (the int64 indices are reduced there: no WebGPU kernel reduces int64; see `both`)."""
+    lo = e.op("ReduceMin", idx, keepdims=0)
+    hi = e.op("ReduceMax", idx, keepdims=0)
+    below = e.op("Less", lo, sizes.tensor(e, sizes.sub(e, 0, dim)))
+    ok = both(e, negate(e, below, True), e.op("Less", hi, sizes.tensor(e, dim)), True)
+    assert ok is not None  # both flags given
+    return ok
+
+
+def overrun(e: Emitter, check: IndexCheck) -> ir.Value:
+    """How far the check's worst index reaches past the last valid one (int64 [1]): at least 1
+    when an index is out of range, at most 0 when none is, or when there is no index at all
+    (min(overrun, count): count ≥ 1 keeps any overrun ≥ 1 as it is, count 0 makes it at most 0
+    whatever the empty reductions gave). The device computes it, sizes included (`on_device`),
+    so that the graph's checks meet in one ReduceMax before their one copy."""
+    if check.ready:
+        out = check.worst
+    else:
+        last = sizes.on_device(e, sizes.sub(e, check.dim, 1))
+        out = e.op("Sub", check.worst, last)
+    if check.count is None:
+        return out
+    return sizes.int_extreme(e, "Min", out, sizes.on_device(e, check.count))
 
 
 def static_numel(v: ir.Value) -> int | None:
@@ -118,15 +150,8 @@ def static_numel(v: ir.Value) -> int | None:
     return int(np.prod(known))
 
 
-def worse(e: Emitter, a: ir.Value | None, b: ir.Value | None) -> ir.Value | None:
-    """The larger of two device overruns (`in_range`; either may be None: no check)."""
-    if a is None or b is None:
-        return a if b is None else b
-    return sizes.int_extreme(e, "Max", a, b)
-
-
 def to_host(e: Emitter, overrun: ir.Value) -> ir.Value:
-    """Whether the device-side overrun (`in_range`, [1] int64) is at most 0, as a CPU bool,
+    """Whether the device-side overrun (`overrun`, [1] int64) is at most 0, as a CPU bool,
     through ONE host copy: the overrun is the `ends` of a Slice of one element from 0, an input
     the DML EP reads from CPU memory, so ORT copies it there; the Slice clamps it (ONNX Slice: a
     negative end counts from the end, then ends are clamped to [0, 1]), so its length is 1 when
@@ -142,6 +167,33 @@ def to_host(e: Emitter, overrun: ir.Value) -> ir.Value:
     one = e.const(np.ones(1, dtype=np.float32))
     piece = e.op("Slice", one, e.i64([0]), overrun)
     return e.op("Equal", e.op("Shape", piece), e.i64([0]))
+
+
+def one_check_to_host(e: Emitter, check: IndexCheck, host_spelling: bool) -> ir.Value:
+    """`check` (the graph's only one) as a CPU bool through ONE host copy, with no device
+    kernel after its worst index: a Slice of its `span` from dim − 1 to the worst, whose `ends`
+    the DML EP reads from CPU memory (the copy) and whose `starts`, a size, is on the CPU
+    already. The span holds at least dim elements, so the Slice is empty exactly when the worst
+    index is at most dim − 1 (ONNX Slice clamps both to [0, len]); its Shape is CPU-side again.
+    Where there may be no index (the worst means nothing then) or dim may be 0 (an empty span:
+    every index is out of range), the CPU decides from the sizes: ok = no index, or (the Slice
+    is empty and dim ≥ 1). Against `overrun` + `to_host`, this saves the device-side
+    dim − 1 and its Sub, and where the count may be 0 the device-side count and its Min: one
+    kernel with static sizes, four with symbolic ones (issue 28)."""
+    assert check.span is not None and not check.ready
+    start = sizes.tensor(e, sizes.sub(e, check.dim, 1))
+    piece = e.op("Slice", e.reshape(check.span, [-1]), start, check.worst)
+    ok = e.op("Equal", e.op("Shape", piece), e.i64([0]))
+    if not (isinstance(check.dim, int) and check.dim >= 1):
+        some_dim = e.op("Less", e.i64([0]), sizes.tensor(e, check.dim))
+        ok = both(e, ok, some_dim, host_spelling)
+    if check.count is not None:
+        none = e.op("Equal", sizes.tensor(e, check.count), e.i64([0]))
+        ok = e.op(
+            "Or", ok, none
+        )  # Or: no WebGPU kernel, and DML keeps it with its CPU inputs
+    assert ok is not None
+    return ok
 
 
 #: graph.meta key: the (device flag, host flag) pairs the graph's lowered scatters registered
@@ -167,22 +219,25 @@ def checked_updates(e: Emitter, updates: ir.Value, shape_ok: ir.Value) -> ir.Val
     return _guard_reshape(e, updates, e.op("Where", shape_ok, shape, bad))
 
 
-def register(e: Emitter, device: ir.Value | None, host: ir.Value | None) -> None:
-    """Record a lowered scatter's checks for `guard_graph`: `device`, the index range's overrun
-    computed on the device (`in_range`: at most 0 when the run may go on), `host`, a bool flag
-    computed on the CPU (sizes, the updates' shape; True: the run may go on)."""
-    if device is None and host is None:
+def register(
+    e: Emitter, device: Sequence[IndexCheck] = (), host: ir.Value | None = None
+) -> None:
+    """Record a lowered scatter's checks for `guard_graph`: `device`, its index ranges checked
+    on the device (`in_range`), `host`, a bool flag computed on the CPU (sizes, the updates'
+    shape; True: the run may go on)."""
+    if not device and host is None:
         return
     # the emitter too: its nodes (once the rewrite is done) are what the flags vouch for
-    e.ctx.graph.meta.setdefault(_FLAGS, []).append((device, host, e))
+    e.ctx.graph.meta.setdefault(_FLAGS, []).append((tuple(device), host, e))
 
 
 def guard_graph(e: Emitter, host_spelling: bool) -> list[ir.Node]:
     """One guard for every flag the graph's rewrites registered: the nodes to append to the graph
     (its outputs renamed through them), or none where nothing registered a flag.
 
-    The device overruns (`in_range`) meet in one ReduceMax on the device and reach the host
-    through ONE copy (`to_host`); the host flags join them there. Every graph output the graph computes is then passed through
+    The device checks (`in_range`) reach the host through ONE copy: the only one by a Slice of
+    its span (`one_check_to_host`), several as overruns that meet in one ReduceMax on the device
+    (`overrun`, `to_host`); the host flags join them there. Every graph output the graph computes is then passed through
     `Reshape(x, Where(ok, Shape(out), BAD_DIM))`, where x is the output before any view op
     (`_VIEW_OPS`), so the guard cannot be fused away; Shape and Where are on the CPU, and a
     Reshape on a GPU EP is a view: no pass, no copy. Outputs that are graph inputs or
@@ -195,16 +250,19 @@ def guard_graph(e: Emitter, host_spelling: bool) -> list[ir.Node]:
     if not flags:
         return []
     host = None
-    overruns = [d for d, _, _ in flags if d is not None]
+    checks = [c for d, _, _ in flags for c in d]
     for _, h, _ in flags:
         host = both(e, host, h, host_spelling)
-    # the device overruns: one Concat and one ReduceMax, however many scatters registered one
-    device = None
-    if len(overruns) == 1:
+    ok = None
+    if len(checks) == 1 and checks[0].span is not None and not checks[0].ready:
+        ok = one_check_to_host(e, checks[0], host_spelling)
+    elif checks:
+        # the device overruns: one Concat and one ReduceMax, however many checks there are
+        overruns = [overrun(e, c) for c in checks]
         device = overruns[0]
-    elif overruns:
-        device = e.op("ReduceMax", e.op("Concat", *overruns, axis=0), keepdims=1)
-    ok = to_host(e, device) if device is not None else None
+        if len(overruns) > 1:
+            device = e.op("ReduceMax", e.op("Concat", *overruns, axis=0), keepdims=1)
+        ok = to_host(e, device)
     ok = both(e, ok, host, host_spelling)
     assert ok is not None  # register() records no empty pair
     guarded: dict[int, ir.Value] = {}
@@ -356,7 +414,9 @@ def dims_guard(
         return None
     got = sizes.concat(e, [i for i, _ in pairs])
     limit = sizes.concat(e, [n for _, n in pairs])
-    excess = e.op("ReduceMax", e.op("Sub", got, limit), keepdims=1)
+    excess = e.op("Sub", got, limit)
+    if len(pairs) > 1:
+        excess = e.op("ReduceMax", excess, keepdims=1)
     return e.op("Less", excess, e.i64([1]))
 
 
