@@ -14,7 +14,7 @@ is an int when the graph knows it and otherwise comes from `Shape` / `Size` at r
 1. flat positions, int32 (M + K < 2^31, guarded): a ScatterElements whose indices span more
    than its axis reads them in one GatherElements along the axis from `Range(0, M)` shaped as
    the data (the position table; GatherElements normalises negative indices, and ORT folds
-   the Range where M is static); otherwise, and for ScatterND's coordinates, `index · stride`
+   the Range where M is static, up to `POSITION_TABLE_LIMIT` elements); otherwise, and for ScatterND's coordinates, `index · stride`
    is a gather from `Range(0, dim · stride, stride)` (each 1-D gather of the rule is a
    GatherElements, `Emitter.take`), plus a broadcast sum of the other coordinates' `Range`s;
 2. reductions only: sort the positions (TopK, smallest first; equal keys keep index order;
@@ -79,6 +79,12 @@ from .scatter_guard import (
 from .scatter_write import REDUCE_OPS, scatter_flat
 from .segscan import BLOCK
 from .sizes import Size
+
+#: the largest static data (elements) whose position table `positions_elements` builds: ORT
+#: folds the table's Range into a constant it keeps for the session's lifetime (8 bytes an
+#: element for reduction none's int64 positions), where a dispatch saved weighs less than a
+#: pass of data this large; sizes known only at run time build it per run, as a transient
+POSITION_TABLE_LIMIT = 2**20
 
 
 class ScatterLowering(Rule):
@@ -375,7 +381,9 @@ def positions_elements(
         if d != axis and not (isinstance(idims[d], int) and idims[d] == 1)
     ]
     K = sizes.product(e, idims)
-    if flat and off_axis and e.ctx.target != "webgpu":
+    M = sizes.product(e, ddims)
+    small = not isinstance(M, int) or M <= POSITION_TABLE_LIMIT
+    if flat and off_axis and small and e.ctx.target != "webgpu":
         # the position of every data element as a tensor of the data's shape: one GatherElements
         # along the axis reads each update's position, negative indices included, with no
         # broadcast sum of per-dim Ranges (a kernel per dim, a pass; the WebGPU plugin's

@@ -985,6 +985,30 @@ def test_indices_longer_than_the_data_off_the_axis_fail_where_ort_fails(
         np.testing.assert_array_equal(got, want)  # small integers: every sum exact
 
 
+@pytest.mark.parametrize("n", [1024, 1025])
+def test_the_position_table_stops_at_its_limit(n):
+    """Static data up to POSITION_TABLE_LIMIT elements reads its positions from one table of the
+    data's shape (a constant ORT folds and keeps); past it, from the per-dim Ranges and their
+    broadcast sum, as before. Both give ORT's values (small integers: sums exact)."""
+    from ort_dml_ops.converter.rules.scatter import POSITION_TABLE_LIMIT
+
+    m = elements_model([n, n], [n, 3], 1, "add", np.float32)
+    r = lowered(m)
+    table = [
+        node
+        for node in r.model.graph.node
+        if node.op_type == "GatherElements" and node.input[1] == "indices"
+    ]
+    assert len(table) == (1 if n * n <= POSITION_TABLE_LIMIT else 0)
+    rng = np.random.default_rng(2)
+    feeds = {
+        "data": rng.integers(-4, 5, (n, n)).astype(np.float32),
+        "indices": rng.integers(-n, n, (n, 3)).astype(np.int64),
+        "updates": rng.integers(-3, 4, (n, 3)).astype(np.float32),
+    }
+    np.testing.assert_array_equal(run_cpu(r.model, feeds)[0], run_cpu(m, feeds)[0])
+
+
 def test_scatter_nd_with_a_run_time_rank_fails_where_ort_fails():
     r = _lowered_unranked(_nd_unranked("add"))
     good = {
