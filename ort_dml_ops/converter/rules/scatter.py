@@ -64,6 +64,7 @@ from ._base import (
 from .emitter import Emitter, zeros_inferred
 from .scatter_guard import (
     MAX_SLOTS,
+    WRITE_SLACK,
     IndexCheck,
     both,
     checked_updates,
@@ -133,7 +134,7 @@ class ScatterLowering(Rule):
                 f"{K} updates: slot numbers would not be exact in float32 (limit {MAX_SLOTS})",
             )
         M = static_numel(data)
-        if K is not None and M is not None and M + 2 * K >= 2**31:
+        if K is not None and M is not None and M + 2 * K + WRITE_SLACK >= 2**31:
             return Refusal(
                 "index-overflow",
                 f"{M} data elements and {K} updates: int32 gather indices would overflow",

@@ -33,6 +33,9 @@ from .sizes import Size
 #: K + 1 slot numbers exact in float32 (the MaxUnpool write), M + K int32 gather indices
 MAX_SLOTS = 2**24 - 2
 MAX_GATHER = 2**31 - 1
+#: what the write's gather indices reach past M + K: the scan's padding to whole blocks (of 16)
+#: and its lead item (scatter_write.scatter_flat)
+WRITE_SLACK = 64
 #: the guard's refused shape: Reshape rejects any dim below -1 (on every EP, at run time)
 BAD_DIM = -2
 
@@ -421,13 +424,17 @@ def dims_guard(
 
 
 def size_guard(e: Emitter, K: Size, M: Size, host: bool = False) -> ir.Value | None:
-    """K + 1 < 2^24 and M + K < 2^31 where the sizes are only known at run time."""
+    """K + 1 < 2^24 and M + K + WRITE_SLACK < 2^31 where the sizes are only known at run time."""
     checks = []
     if not isinstance(K, int):
         checks.append(e.op("Less", K, e.i64([MAX_SLOTS + 1])))
     if not (isinstance(K, int) and isinstance(M, int)):
         checks.append(
-            e.op("Less", sizes.tensor(e, sizes.add(e, M, K)), e.i64([MAX_GATHER]))
+            e.op(
+                "Less",
+                sizes.tensor(e, sizes.add(e, M, K)),
+                e.i64([MAX_GATHER - WRITE_SLACK]),
+            )
         )
     out = None
     for c in checks:

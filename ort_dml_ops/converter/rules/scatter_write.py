@@ -176,6 +176,7 @@ def scatter_flat(
         return lean
     fold = None  # (op, run folds with the lead item): the data is combined at the write
     lead = 0  # 1 where `result` has the lead item
+    result_length: Size = K  # its items
     if red == "none":
         target = pos
         result = vals
@@ -216,6 +217,7 @@ def scatter_flat(
                 lead=None if aligned else Kp,
             )
             lead = 0 if aligned else 1
+            result_length = K if aligned else Kp
         else:
             op = REDUCE_OPS[red]
             identity = e.const(identity_of(red, dt))
@@ -251,26 +253,31 @@ def scatter_flat(
         return e.op(op, flat, contrib)
     # float max / min and none: a Gather from [data; results] (no float Where: it would turn
     # -0.0 into +0.0) at M + (result index) where an update lands, at m where none does
-    source = e.op("Concat", flat, result, axis=0)
     if isinstance(M, int) and isinstance(K, int) and M + K + 1 < 2**24:
         # the slots numbered from M on are their own Gather index (sorted update i at M + i,
         # M + 1 + i with the lead item): 0 where no update lands, and Max with m, which is
         # below M, picks m there and the slot elsewhere — exact in float32 below 2^24
         B = unpool_slots(e, target, K, M, start=M + lead, dummy=red != "none")
         idx = e.op("Max", B, sizes.iota(e, M, np.float32))
+        source = e.op("Concat", flat, result, axis=0)
         return e.take(source, e.cast(idx, ir.DataType.INT32))
-    # sizes known at run time (or past float32's integers): slot A >= 1 is sorted update A − 1,
-    # at M + A − 1, or at M + A where the results have the lead item (int32 indices, K < 2^24
-    # guarded: a float -> int32 Cast, never a 64-bit one)
+    # sizes known at run time (or past float32's integers): slot A >= 1 is result A − 1, or
+    # result A where the results have the lead item. So the results come first, behind one
+    # dummy item where they have no lead, and A itself is the index; the data follows, at
+    # m + R (R = the items before it, a size on the CPU): Where(A > 0, A, m + R), int32 indices
+    # (K < 2^24 and M + K + WRITE_SLACK < 2^31 guarded: a float -> int32 Cast, never a 64-bit
+    # one). No device-side offset to add to A (a Range and an Add where the data came first).
     A = unpool_slots(e, target, K, M)
     mark = e.op("Greater", A, e.const(np.float32(0)))
-    src = e.op(
-        "Add",
+    head = [result] if lead else [e.const(np.zeros(1, dtype=dt.numpy())), result]
+    R = sizes.add(e, result_length, 1 - lead)
+    idx = e.op(
+        "Where",
+        mark,
         e.cast(A, ir.DataType.INT32),
-        sizes.on_device(e, sizes.sub(e, M, 1 - lead), np.int32),
+        sizes.iota(e, M, np.int32, start=R),
     )
-    idx = e.op("Where", mark, src, sizes.iota(e, M, np.int32))
-    return e.take(source, idx)
+    return e.take(e.op("Concat", *head, flat, axis=0), idx)
 
 
 #: integer types the DML EP's CumSum takes (dml kernel table): the prefix-sum add

@@ -1009,6 +1009,29 @@ def test_the_position_table_stops_at_its_limit(n):
     np.testing.assert_array_equal(run_cpu(r.model, feeds)[0], run_cpu(m, feeds)[0])
 
 
+@pytest.mark.parametrize("reduction", ["max", "min"])
+@pytest.mark.parametrize("ishape", [[3, 7], [4, 4]], ids=["K21", "K16"])
+def test_sequential_max_min_write_with_run_time_sizes(reduction, ishape):
+    """float64 max / min (the segmented scan with ORT's sequential rule) with symbolic shapes:
+    the scan's results carry its lead item, and the write gathers each slot's result from
+    [results; data] at the slot number itself, the data after them (reduction none's layout,
+    a dummy item first, is pinned by the symbolic tests above). Against ORT's kernel bit for
+    bit, duplicates, NaN and signed zeros included; 21 and 16 updates (not / whole blocks)."""
+    m = elements_model(["r", "c"], ["i", "j"], 1, reduction, np.float64)
+    r = lowered(m)
+    rng = np.random.default_rng(8)
+    rows = ishape[0]
+    data = rng.choice([-0.0, 0.0, 1.5, -2.0, np.nan], (rows, 5))
+    feeds = {
+        "data": data,
+        "indices": rng.integers(-5, 5, ishape).astype(np.int64),
+        "updates": rng.choice([-0.0, 0.0, 1.5, 3.0, -2.0, np.nan], ishape),
+    }
+    (want,) = run_cpu(m, feeds)
+    (got,) = run_cpu(r.model, feeds)
+    np.testing.assert_array_equal(got.view(np.uint64), want.view(np.uint64))
+
+
 def test_scatter_nd_with_a_run_time_rank_fails_where_ort_fails():
     r = _lowered_unranked(_nd_unranked("add"))
     good = {
