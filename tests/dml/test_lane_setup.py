@@ -108,3 +108,43 @@ def test_a_run_stopped_by_a_signal_leaves_the_lane_free(tmp_path):
     finally:
         with contextlib.suppress(ProcessLookupError):
             os.killpg(first.pid, signal.SIGKILL)
+
+
+def test_the_wine_session_does_not_hold_the_lane_lock(tmp_path):
+    """Only run.sh itself holds run.lock: its Wine session is started without the lock's fd, so
+    a Wine process that outlives a run (a sleeping winedevice.exe did, after a normal exit,
+    on 2026-11-29: the next run waited on the lock until it was killed) cannot hold the lane.
+    Checked from the host while a guest runs: no process but run.sh has the lock file open."""
+    import contextlib
+    import os
+    import signal
+    import subprocess
+    from pathlib import Path
+
+    ok, why = lane_available()
+    if not ok:
+        pytest.skip(f"DML lane unavailable: {why}")
+    lock = (lane_dir() / "run.lock").resolve()
+    sleepy = tmp_path / "sleepy.py"
+    sleepy.write_text('import time\nprint("up", flush=True)\ntime.sleep(60)\n')
+    run = subprocess.Popen(
+        [str(lane_dir() / "run.sh"), str(sleepy)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
+    try:
+        assert run.stdout is not None
+        assert b"up" in run.stdout.readline()  # the guest runs: the session is up
+        holders = set()
+        for fd_dir in Path("/proc").glob("[0-9]*/fd"):
+            with contextlib.suppress(OSError):
+                for fd in fd_dir.iterdir():
+                    with contextlib.suppress(OSError):
+                        if Path(os.readlink(fd)) == lock:
+                            holders.add(int(fd_dir.parent.name))
+        assert holders == {run.pid}, holders
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(run.pid, signal.SIGTERM)
+        run.wait(timeout=60)

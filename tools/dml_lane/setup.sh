@@ -133,8 +133,10 @@ flock -w \${DML_LANE_LOCK_WAIT:-3600} 9 || { echo "dml-lane: could not get \$W/r
 # exits: Wine's processes inherit the lock, and one left over (seen: a zombie winedevice.exe
 # thread) held it, so every later run waited the full DML_LANE_LOCK_WAIT. The session runs in
 # the background so that the trap runs at once (bash defers traps while a foreground job runs).
+# The session does not inherit the lock (9>&-): a Wine process that outlives \`wineserver -k\`
+# after a normal exit (seen 2026-11-29: a sleeping winedevice.exe) cannot hold it either.
 trap 'wineserver -k; rm -f "\$rcfile"; exit 143' TERM INT HUP
-xvfb-run -a sh -c 'wine wineboot -i >/dev/null 2>&1; timeout -k 10 \${DML_LANE_TIMEOUT:-900} wine "\$0" "\$@" </dev/null; echo \$? > '"\$rcfile"'; wineserver -k' "\$W/cp311/python.exe" "\$@" 2>&1 | cat &
+{ xvfb-run -a sh -c 'wine wineboot -i >/dev/null 2>&1; timeout -k 10 \${DML_LANE_TIMEOUT:-900} wine "\$0" "\$@" </dev/null; echo \$? > '"\$rcfile"'; wineserver -k' "\$W/cp311/python.exe" "\$@" 2>&1 | cat; } 9>&- &
 wait \$!
 rc=\$(cat "\$rcfile" 2>/dev/null); rm -f "\$rcfile"; exit "\${rc:-1}"
 RUN
