@@ -14,9 +14,10 @@ is an int when the graph knows it and otherwise comes from `Shape` / `Size` at r
 1. flat positions, int32 (M + K < 2^31, guarded): a ScatterElements whose indices span more
    than its axis reads them in one GatherElements along the axis from `Range(0, M)` shaped as
    the data (the position table; GatherElements normalises negative indices, and ORT folds
-   the Range where M is static, up to `POSITION_TABLE_LIMIT` elements); otherwise, and for ScatterND's coordinates, `index · stride`
-   is a gather from `Range(0, dim · stride, stride)` (each 1-D gather of the rule is a
-   GatherElements, `Emitter.take`), plus a broadcast sum of the other coordinates' `Range`s;
+   the Range where M is static, up to `POSITION_TABLE_LIMIT` elements); otherwise, and for
+   ScatterND's coordinates, `index · stride` is a gather from `Range(0, dim · stride, stride)`
+   (each 1-D gather of the rule is a GatherElements, `Emitter.take`), plus a broadcast sum of
+   the other coordinates' `Range`s;
 2. reductions only: sort the positions (TopK, smallest first; equal keys keep index order;
    a last-axis scatter row by row), gather the updates in that order, and fold each run of
    equal positions: float add and mul by blocks of masked reductions (`blocksum.py`: one mask,

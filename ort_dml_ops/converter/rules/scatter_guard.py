@@ -178,9 +178,9 @@ def one_check_to_host(e: Emitter, check: IndexCheck, host_spelling: bool) -> ir.
     the DML EP reads from CPU memory (the copy) and whose `starts`, a size, is on the CPU
     already. The span holds at least dim elements, so the Slice is empty exactly when the worst
     index is at most dim − 1 (ONNX Slice clamps both to [0, len]); its Shape is CPU-side again.
-    Where there may be no index (the worst means nothing then) or dim may be 0 (an empty span:
-    every index is out of range), the CPU decides from the sizes: ok = no index, or (the Slice
-    is empty and dim ≥ 1). Against `overrun` + `to_host`, this saves the device-side
+    Where there may be no index (the worst means nothing then) or dim may be 0 (every index is
+    out of range, and the span may still hold elements: the position table reads a 0 dim as 1),
+    the CPU decides from the sizes: ok = no index, or (the Slice is empty and dim ≥ 1). Against `overrun` + `to_host`, this saves the device-side
     dim − 1 and its Sub, and where the count may be 0 the device-side count and its Min: one
     kernel with static sizes, four with symbolic ones (issue 28)."""
     assert check.span is not None and not check.ready
@@ -191,10 +191,9 @@ def one_check_to_host(e: Emitter, check: IndexCheck, host_spelling: bool) -> ir.
         some_dim = e.op("Less", e.i64([0]), sizes.tensor(e, check.dim))
         ok = both(e, ok, some_dim, host_spelling)
     if check.count is not None:
+        # Or: no WebGPU kernel, and the DML EP leaves it to the CPU with its CPU inputs
         none = e.op("Equal", sizes.tensor(e, check.count), e.i64([0]))
-        ok = e.op(
-            "Or", ok, none
-        )  # Or: no WebGPU kernel, and DML keeps it with its CPU inputs
+        ok = e.op("Or", ok, none)
     assert ok is not None
     return ok
 
