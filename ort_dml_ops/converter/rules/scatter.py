@@ -392,9 +392,12 @@ def positions_elements(
         # GatherElements takes float data only). Dims of 0 are read as 1: the data is then
         # empty, and K is 0 or the run fails (no index is in range, or the indices are longer)
         whole = [sizes.maximum(e, n, 1) for n in ddims]
+        # the first dim inferred (-1): a constant shape where the others are static. A Concat
+        # of one run-time element and constants is what ORT's ReshapeFusion (Fuse_Subgraph,
+        # reshape_fusion.cc) folds into a constant with -1 itself, which `inspect` does not model
         table = e.reshape(
             sizes.iota(e, sizes.product(e, whole), pos_type),
-            sizes.concat(e, whole),
+            sizes.concat(e, [-1, *whole[1:]]),
             zeros_mapped=True,
         )
         pos = e.op("GatherElements", table, idx, axis=axis)
