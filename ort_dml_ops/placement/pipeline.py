@@ -4,7 +4,7 @@
 2. level-1 optimizers, repeated until nothing changes (``GraphTransformerManager``, at most
    ``STEPS`` rounds; each round runs, in this order, the rewrite rules (``rules.py``), constant
    sharing and common-subexpression elimination (``cse.py``) and constant folding
-   (``folding.py``), ReshapeFusion's contiguous-reshape rule (``reshape_fusion.py``) and the
+   (``folding.py``), MatMulAddFusion (``matmul_add_fusion.py``), ReshapeFusion's contiguous-reshape rule (``reshape_fusion.py``) and the
    TransposeOptimizer's Shape rule (``transpose_optimizer.py``); on every graph level.
 3. partitioning (``core/framework/graph_partitioner.cc``): the target EP's ``GetCapability``
    takes the nodes its kernels and support queries accept, minus ``GetCpuPreferredNodes``
@@ -24,6 +24,7 @@ from . import (
     cse,
     fallback_cpu,
     folding,
+    matmul_add_fusion,
     memcpy,
     reshape_fusion,
     rules,
@@ -86,19 +87,29 @@ class Result:
 
 
 def optimize(
-    graph: Graph, types: dict, shapes: dict, opsets: dict, has_cpu_kernel
+    graph: Graph,
+    types: dict,
+    shapes: dict,
+    opsets: dict,
+    has_cpu_kernel,
+    symbols: dict | None = None,
+    reshape_by_names: bool = True,
 ) -> None:
     """Level-1 optimizers on one graph level and its subgraphs, until a round changes nothing.
 
     A pass that changes nothing leaves the graph as it was, and each pass is a function of the
     graph: once every pass in a row has left it alone, the rest of the round and the next one
-    would too, so they are not run (the graph ORT ends with is the same)."""
+    would too, so they are not run (the graph ORT ends with is the same). `symbols`: value ->
+    its dims' symbolic names, where ORT compares dims by them; `reshape_by_names`: ReshapeFusion
+    compares them too (the target's ORT build, `Target.reshape_shapes_by_dim_names`)."""
+    symbols = symbols or {}
     passes = (
-        lambda: rules.apply(graph, types, shapes),
+        lambda: rules.apply(graph, types, shapes, opsets),
         lambda: cse.share_constants(graph),
         lambda: cse.eliminate(graph, opsets),
         lambda: folding.fold(graph, types, shapes, opsets, has_cpu_kernel),
-        lambda: reshape_fusion.fuse(graph, shapes),
+        lambda: matmul_add_fusion.fuse(graph, types, shapes, opsets, symbols),
+        lambda: reshape_fusion.fuse(graph, shapes, symbols if reshape_by_names else {}),
         lambda: transpose_optimizer.optimize(graph, types, shapes),
     )
     idle = 0  # passes run in a row that changed nothing
@@ -115,11 +126,19 @@ def optimize(
             break
     for node in graph.nodes:
         for _, sg in node.subgraphs:
-            optimize(sg, types, shapes, opsets, has_cpu_kernel)
+            optimize(
+                sg, types, shapes, opsets, has_cpu_kernel, symbols, reshape_by_names
+            )
 
 
 def run(
-    work, tgt, opsets: dict, types: dict, shapes: dict, optimized: bool = True
+    work,
+    tgt,
+    opsets: dict,
+    types: dict,
+    shapes: dict,
+    optimized: bool = True,
+    symbols: dict | None = None,
 ) -> Result:
     """Place every node of `work` (an inlined, uniquely named ModelProto) on `tgt`."""
     graph = build_graph(work.graph)
@@ -136,7 +155,15 @@ def run(
         return d.provider is not None and (d.provider == CPU or k is not None)
 
     if optimized:
-        optimize(graph, types, shapes, opsets, has_cpu_kernel)
+        optimize(
+            graph,
+            types,
+            shapes,
+            opsets,
+            has_cpu_kernel,
+            symbols,
+            tgt.reshape_shapes_by_dim_names,
+        )
     result = Result()
     _place(graph, tgt, opsets, types, result, outer_implicit=(), label="")
     return result

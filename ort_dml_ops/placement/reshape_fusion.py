@@ -1,6 +1,7 @@
-"""``ReshapeFusion``'s contiguous-reshape rule (level 1): a chain of reshapes becomes one node.
+"""``ReshapeFusion`` (level 1): a Reshape's Concat-built shape becomes a constant
+(``reshape_shape_fusion.py``, tried first), else a chain of reshapes becomes one node.
 
-Mirrors ``core/optimizer/reshape_fusion.cc`` ``ReshapeFusion::FuseContiguousReshapes``: starting
+The chain rule mirrors ``core/optimizer/reshape_fusion.cc`` ``ReshapeFusion::FuseContiguousReshapes``: starting
 at a ``Reshape`` (topological order), follow single consumers while they are
 Reshape/Squeeze/Unsqueeze and the current node makes no graph output; if the chain has two or
 more nodes and the last one's output shape is fully known, ORT replaces the chain by one new
@@ -14,14 +15,18 @@ import numpy as np
 import onnx
 
 from .graph import Graph, Initializer, Node
+from .reshape_shape_fusion import fuse_subgraph
 
 _CHAIN = ("Reshape", "Squeeze", "Unsqueeze")
 
 
-def fuse(graph: Graph, shapes: dict) -> bool:
+def fuse(graph: Graph, shapes: dict, symbols: dict | None = None) -> bool:
     changed = False
     for first in graph.topological():
         if first.dead or first.op_type != "Reshape" or first.domain != "":
+            continue
+        if fuse_subgraph(graph, first, shapes, symbols or {}):
+            changed = True
             continue
         chain = [first]
         while True:

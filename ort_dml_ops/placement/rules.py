@@ -19,13 +19,21 @@ input instead (``graph_utils::RemoveNode``). A node whose output is a graph outp
   by a BatchNormalization of constant 1-D statistics (floating point, one length, one type, the
   weights' output channels) and no optional output: the BatchNormalization goes, the Conv
   writes its output with two new initializers (``ConvBnFusion_W_*``, ``ConvBnFusion_BN_B_*``).
+* ``DivMulFusion`` (div_mul_fusion.cc): Div(1, x) read only by a Mul becomes Div(y, x), the
+  Mul goes (a T5 layer norm's x · (1 / sqrt(...))).
+* ``EliminateSlice`` (slice_elimination.cc): Slice 1 / 10 / 11 / 13 from 0 to INT64_MAX on every
+  axis it names (constant starts, ends, axes; steps of 1 where the axes are given).
+* ``GemmTransposeFusion`` (gemm_transpose_fusion.cc): matrix Transposes around a Gemm folded
+  into its transA / transB (``gemm_transpose_fusion.py``).
 """
 
 from __future__ import annotations
 
 import numpy as np
 
+from ..targets.schemas import get_schema
 from ..targets.value_types import type_string
+from . import gemm_transpose_fusion
 from .graph import Graph, Initializer, Node
 
 
@@ -86,6 +94,109 @@ def _expand_is_noop(graph: Graph, node: Node, shapes: dict) -> bool:
     return i >= j
 
 
+_INT64_MAX = np.iinfo(np.int64).max
+
+
+def _constant_ints(graph: Graph, node: Node, at: int) -> list | None:
+    """A constant int32 / int64 input's values ([] for another type), None where the input is
+    absent or not a constant initializer."""
+    name = node.inputs[at] if len(node.inputs) > at else ""
+    init = graph.initializer(name) if name else None
+    if init is None or init.overridable or init.value is None:
+        return None
+    if init.elem_type not in (6, 7):
+        return []
+    return [int(v) for v in init.value.reshape(-1)]
+
+
+def _slice_is_noop(graph: Graph, node: Node, opsets: dict) -> bool:
+    """EliminateSlice::SatisfyCondition: Slice 1, 10, 11 or 13 whose every start is 0 and every
+    end INT64_MAX (constants; steps, where read, all 1). ORT reads the steps only when the axes
+    input is there, and does not look at the input's shape. Slice-13 is measured (ORT 1.31
+    removes it; slice_elimination.cc as read lists 1, 10, 11)."""
+    since = _since(node, opsets)
+    if since == 1:
+        starts, ends = node.attr("starts"), node.attr("ends")
+        if starts is None or ends is None or len(starts) != len(ends):
+            return False
+        axes = node.attr("axes")
+        if axes is not None and len(axes) != len(starts):
+            return False
+    elif since in (10, 11, 13):
+        starts, ends = _constant_ints(graph, node, 1), _constant_ints(graph, node, 2)
+        if not starts or not ends or len(starts) != len(ends):
+            return False
+        if len(node.inputs) > 3 and node.inputs[3]:
+            axes = graph.initializer(node.inputs[3])
+            if (
+                axes is None
+                or axes.overridable
+                or len(axes.dims) != 1
+                or axes.dims[0] != len(starts)
+            ):
+                return False
+            if len(node.inputs) > 4 and node.inputs[4]:
+                steps = _constant_ints(graph, node, 4)
+                if (
+                    steps is None
+                    or len(steps) != len(starts)
+                    or any(x != 1 for x in steps)
+                ):
+                    return False
+    else:
+        return False
+    return all(a == 0 and b >= _INT64_MAX for a, b in zip(starts, ends))
+
+
+def _mul_after_reciprocal(
+    graph: Graph, div: Node, cons: dict, opsets: dict
+) -> Node | None:
+    """DivMulFusion::SatisfyCondition: the Mul that alone reads Div(1, x) (Div and Mul 7 / 13 /
+    14; a one-element constant 1 of float, float16, double, int32 or int64; the Div makes no
+    graph output), else None."""
+    if (
+        _since(div, opsets) not in (7, 13, 14)
+        or len(div.inputs) != 2
+        or not div.outputs
+    ):
+        return None
+    out = div.outputs[0]
+    readers = cons.get(out, [])
+    if len(readers) != 1 or sum(x == out for x in readers[0].inputs) != 1:
+        return None
+    mul = readers[0]
+    if mul.op_type != "Mul" or mul.domain not in ("", "ai.onnx"):
+        return None
+    if _since(mul, opsets) not in (7, 13, 14):
+        return None
+    one = graph.initializer(div.inputs[0])
+    if one is None or one.overridable or one.value is None or one.numel != 1:
+        return None
+    if one.elem_type not in (1, 10, 11, 6, 7) or one.value.reshape(-1)[0] != 1:
+        return None
+    return None if out in graph.outputs else mul
+
+
+def _fuse_div_mul(graph: Graph, div: Node, mul: Node) -> None:
+    """DivMulFusion::Apply: the Div reads the Mul's other input as its numerator and writes the
+    Mul's output (FinalizeNodeFusion); the Mul goes."""
+    other = mul.inputs[1] if mul.inputs[0] == div.outputs[0] else mul.inputs[0]
+    graph.remove(
+        mul,
+        "DivMulFusion",
+        "Mul of a reciprocal folded into the Div before it (1 / x · y → y / x) by ORT's "
+        "DivMulFusion (div_mul_fusion.cc)",
+    )
+    div.inputs = [other, div.inputs[1]]
+    div.outputs = list(mul.outputs)
+    graph.touch()
+
+
+def _since(node: Node, opsets: dict) -> int | None:
+    schema = get_schema(node.op_type, node.domain, opsets.get(node.domain or ""))
+    return schema.since_version if schema is not None else None
+
+
 def _noop_operand(graph: Graph, node: Node, types: dict, shapes: dict) -> str | None:
     """The input a no-op Add/Sub/Mul/Div passes through, or None."""
     neutral = 0 if node.op_type in ("Add", "Sub") else 1
@@ -127,6 +238,8 @@ RULE_OPS = frozenset(
         "Div",
         "Conv",
         "ConvTranspose",
+        "Gemm",
+        "Slice",
     }
 )
 #: onnx TensorProto element types that optimizer_utils::IsFloatingPointDataType accepts
@@ -196,12 +309,22 @@ def _fuse_conv_bn(graph: Graph, conv: Node, bn: Node) -> None:
     graph.touch()
 
 
-def apply(graph: Graph, types: dict, shapes: dict) -> bool:
+def apply(graph: Graph, types: dict, shapes: dict, opsets: dict) -> bool:
     """Run the rules once over the graph; True if a node was removed."""
     changed = False
     cons = graph.consumers()
     for node in graph.topological():
-        if node.op_type not in RULE_OPS or node.domain not in ("", "ai.onnx"):
+        if (
+            node.dead
+            or node.op_type not in RULE_OPS
+            or node.domain not in ("", "ai.onnx")
+        ):
+            continue
+        if node.op_type == "Gemm":
+            if gemm_transpose_fusion.applies(graph, node, shapes, opsets):
+                gemm_transpose_fusion.apply(graph, node, shapes)
+                changed = True
+                cons = graph.consumers()
             continue
         if not _removable(graph, node) and not (
             node.op_type == "Identity" and _can_feed_output(graph, node, cons)
@@ -259,6 +382,16 @@ def apply(graph: Graph, types: dict, shapes: dict) -> bool:
                 "removed by ORT's CastElimination",
             )
             changed = True
+        elif op == "Slice" and node.inputs and _slice_is_noop(graph, node, opsets):
+            _bypass(
+                graph,
+                node,
+                node.inputs[0],
+                "EliminateSlice",
+                "Slice from 0 to INT64_MAX on every axis it names, removed by ORT's "
+                "EliminateSlice (slice_elimination.cc)",
+            )
+            changed = True
         elif op == "Expand" and _expand_is_noop(graph, node, shapes):
             _bypass(
                 graph,
@@ -276,6 +409,14 @@ def apply(graph: Graph, types: dict, shapes: dict) -> bool:
                 changed = True
         elif op in ("Add", "Sub", "Mul", "Div"):
             src = _noop_operand(graph, node, types, shapes)
+            mul = (
+                _mul_after_reciprocal(graph, node, cons, opsets)
+                if op == "Div" and src is None
+                else None
+            )
+            if mul is not None:
+                _fuse_div_mul(graph, node, mul)
+                changed = True
             if src is not None:
                 _bypass(
                     graph,

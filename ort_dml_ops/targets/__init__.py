@@ -104,7 +104,11 @@ def get_target(name: str = "dml") -> Target:
     key = key.lower() if isinstance(key, str) else key
     if key == "dml":
         return Target(
-            "dml", DML, kernels.recorded(DML_TABLE), kernels.recorded(DML_CPU_TABLE)
+            "dml",
+            DML,
+            kernels.recorded(DML_TABLE),
+            kernels.recorded(DML_CPU_TABLE),
+            reshape_shapes_by_dim_names=False,
         )
     cpu = kernels.live(CPU) or kernels.recorded(DML_CPU_TABLE)
     if key == "cuda":

@@ -105,8 +105,13 @@ class Target:
         max_io_width: int | None = None,
         cost_facts: Mapping | None = None,
         cpu_preferred: bool = True,
+        reshape_shapes_by_dim_names: bool = True,
     ):
         self.name = name
+        #: does ReshapeFusion take Shape(v) for the Reshape's data where v's shape equals the
+        #: data's only by symbolic dim names? ORT 1.31 does; onnxruntime-directml 1.24.4 does not
+        #: (measured: tests/dml/test_placement_fusions_dml.py, placement/reshape_shape_fusion.py)
+        self.reshape_shapes_by_dim_names = reshape_shapes_by_dim_names
         #: does the EP's GetCapability move shape-computing nodes to the CPU (GetCpuPreferredNodes,
         #: fallback_cpu_capability.cc)? The in-tree GPU EPs do; the WebGPU *plugin* does not (measured)
         self.cpu_preferred = cpu_preferred

@@ -1,0 +1,277 @@
+"""ORT's level-1 fusions that `inspect` models, each checked against ONNX Runtime itself.
+
+For every small graph below, the nodes `inspect --target cpu` lists as running are exactly the
+nodes ORT's CPU EP records in its assignment record (`session.record_ep_graph_assignment_info`),
+by name and op: MatMulAddFusion (matmul_add_fusion.py), GemmTransposeFusion
+(gemm_transpose_fusion.py), DivMulFusion and EliminateSlice (rules.py), ReshapeFusion's Concat
+shapes (reshape_shape_fusion.py), and ConstantSharing, which leaves subgraphs alone (cse.py).
+Each case says what ORT does with it; both outcomes (fused and left alone) are pinned, and the
+record, not this file, decides which is right.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import onnx
+import onnxruntime as ort
+import pytest
+from onnx import TensorProto as T
+from onnx import helper as h
+from onnx import numpy_helper as nh
+
+from ort_dml_ops import inspect
+
+F32 = T.FLOAT
+
+
+def _model(nodes, inputs, outputs, inits=(), opset=17):
+    """`outputs`: (name, type) typed as onnx infers them, or (name, type, dims)."""
+    g = h.make_graph(
+        nodes,
+        "g",
+        [h.make_tensor_value_info(n, t, s) for n, t, s in inputs],
+        [
+            h.make_tensor_value_info(o[0], o[1], o[2] if len(o) > 2 else None)
+            for o in outputs
+        ],
+        [nh.from_array(np.asarray(v), k) for k, v in inits],
+    )
+    m = h.make_model(g, opset_imports=[h.make_opsetid("", opset)], ir_version=8)
+    # the outputs typed as onnx infers them (the checker's full check wants their shapes)
+    done = onnx.shape_inference.infer_shapes(m).graph
+    inferred = {v.name: v for v in list(done.value_info) + list(done.output)}
+    for out in m.graph.output:
+        if out.name in inferred and not out.type.tensor_type.HasField("shape"):
+            out.type.CopyFrom(inferred[out.name].type)
+    onnx.checker.check_model(m, full_check=True)
+    return m
+
+
+def _ran(model) -> list:
+    so = ort.SessionOptions()
+    so.log_severity_level = 3
+    so.add_session_config_entry("session.record_ep_graph_assignment_info", "1")
+    s = ort.InferenceSession(
+        model.SerializeToString(), so, providers=["CPUExecutionProvider"]
+    )
+    return sorted(
+        (n.name, n.op_type)
+        for sg in s.get_provider_graph_assignment_info()
+        for n in sg.get_nodes()
+    )
+
+
+def _predicted(model) -> list:
+    return sorted(
+        (n.name, n.op_type) for n in inspect(model, "cpu").nodes if n.provider
+    )
+
+
+W = np.arange(24, dtype=np.float32).reshape(8, 3)
+B3 = np.ones(3, np.float32)
+
+
+def _matmul_add(a_shape, *, a_type=F32, w=W, bias=B3, extra=(), transpose_b=False):
+    nodes = []
+    inputs = [("a", a_type, a_shape)]
+    inits = [("bias", bias)]
+    if transpose_b:
+        nodes.append(h.make_node("Transpose", ["wt"], ["w"], name="tr", perm=[1, 0]))
+        inputs.append(("wt", a_type, list(w.T.shape)))
+    else:
+        inits.append(("w", w))
+    nodes += [
+        h.make_node("MatMul", ["a", "w"], ["m"], name="mm"),
+        h.make_node("Add", ["m", "bias"], ["y"], name="add"),
+        *extra,
+    ]
+    outputs = [("y", a_type)] + [(e.output[0], a_type) for e in extra]
+    return _model(nodes, inputs, outputs, inits)
+
+
+def _matmul_add_bias_input():
+    """A bias [M, 3] whose M is the same symbolic dim as A's rows: equal only by name."""
+    return _model(
+        [
+            h.make_node("MatMul", ["a", "w"], ["m"], name="mm"),
+            h.make_node("Add", ["m", "bias"], ["y"], name="add"),
+        ],
+        [("a", F32, ["M", 8]), ("bias", F32, ["M", 3])],
+        [("y", F32)],
+        [("w", W)],
+    )
+
+
+def _div_mul(one):
+    return _model(
+        [
+            h.make_node("Sqrt", ["x"], ["s"], name="sqrt"),
+            h.make_node("Div", ["one", "s"], ["r"], name="div"),
+            h.make_node("Mul", ["y", "r"], ["z"], name="mul"),
+        ],
+        [("x", F32, [4]), ("y", F32, [4])],
+        [("z", F32)],
+        [("one", np.array([one], np.float32))],
+    )
+
+
+def _slice(opset, ends_type=np.int64):
+    return _model(
+        [
+            h.make_node("Relu", ["x"], ["r"], name="relu"),
+            h.make_node("Slice", ["r", "st", "en", "ax"], ["s"], name="slice"),
+            h.make_node("Neg", ["s"], ["y"], name="neg"),
+        ],
+        [("x", F32, [2, 3])],
+        [("y", F32)],
+        [
+            ("st", np.array([0], ends_type)),
+            ("en", np.array([np.iinfo(ends_type).max], ends_type)),
+            ("ax", np.array([1], ends_type)),
+        ],
+        opset=opset,
+    )
+
+
+def _loop_with_equal_constants():
+    body = h.make_graph(
+        [
+            h.make_node("Identity", ["cond"], ["cond_out"], name="keep"),
+            h.make_node("Add", ["v", "c1"], ["a1"], name="add1"),
+            h.make_node("Add", ["v", "c2"], ["a2"], name="add2"),
+            h.make_node("Mul", ["a1", "a2"], ["v_out"], name="mul"),
+        ],
+        "body",
+        [
+            h.make_tensor_value_info("i", T.INT64, []),
+            h.make_tensor_value_info("cond", T.BOOL, []),
+            h.make_tensor_value_info("v", F32, [2]),
+        ],
+        [
+            h.make_tensor_value_info("cond_out", T.BOOL, []),
+            h.make_tensor_value_info("v_out", F32, [2]),
+        ],
+        [
+            nh.from_array(np.array([1.0], np.float32), "c1"),
+            nh.from_array(np.array([1.0], np.float32), "c2"),
+        ],
+    )
+    return _model(
+        [h.make_node("Loop", ["n", "t", "x"], ["y"], name="loop", body=body)],
+        [("x", F32, [2])],
+        [("y", F32, [2])],
+        [("n", np.array(3, np.int64)), ("t", np.array(True))],
+    )
+
+
+SHAPE_INITS = [
+    ("i0", np.array(0, np.int64)),
+    ("i1", np.array(1, np.int64)),
+    ("m1", np.array([-1], np.int64)),
+    ("ax", np.array([0], np.int64)),
+]
+
+
+def _view(
+    extra=(),
+    extra_outputs=(),
+    shape_of="r",
+    more=(),
+    opset=17,
+    concat=("u0", "u1", "m1"),
+):
+    """Reshape(r, Concat(Unsqueeze(Gather(Shape(.), 0)), Unsqueeze(Gather(Shape(.), 1)), [-1]))."""
+
+    def unsqueeze(src, dst, name):
+        if opset >= 13:
+            return h.make_node("Unsqueeze", [src, "ax"], [dst], name=name)
+        return h.make_node("Unsqueeze", [src], [dst], name=name, axes=[0])
+
+    nodes = [
+        h.make_node("Relu", ["x"], ["r"], name="relu"),
+        *more,
+        h.make_node("Shape", [shape_of], ["s"], name="shape"),
+        h.make_node("Gather", ["s", "i0"], ["g0"], name="gather0", axis=0),
+        h.make_node("Gather", ["s", "i1"], ["g1"], name="gather1", axis=0),
+        unsqueeze("g0", "u0", "unsq0"),
+        unsqueeze("g1", "u1", "unsq1"),
+        h.make_node("Concat", list(concat), ["c"], name="concat", axis=0),
+        h.make_node("Reshape", ["r", "c"], ["y"], name="reshape"),
+        *extra,
+    ]
+    outputs = [("y", F32, [None, None, None])] + [(o, t) for o, t in extra_outputs]
+    return _model(nodes, [("x", F32, ["N", "M", 5])], outputs, SHAPE_INITS, opset=opset)
+
+
+CASES = {
+    # MatMulAddFusion
+    "matmul_add_2d_fused": lambda: _matmul_add([4, 8]),
+    "matmul_add_3d_static_reshaped": lambda: _matmul_add([2, 4, 8]),
+    "matmul_add_3d_symbolic_kept": lambda: _matmul_add(["N", 4, 8]),
+    "matmul_add_int32_kept": lambda: _matmul_add(
+        [4, 8], a_type=T.INT32, w=W.astype(np.int32), bias=B3.astype(np.int32)
+    ),
+    "matmul_read_twice_kept": lambda: _matmul_add(
+        [4, 8], extra=[h.make_node("Relu", ["m"], ["r"], name="relu")]
+    ),
+    "matmul_add_bias_rows_by_dim_name": lambda: _matmul_add(
+        ["M", 8], bias=np.ones((1, 3), np.float32)
+    ),
+    "matmul_add_bias_of_named_rows": _matmul_add_bias_input,
+    "matmul_add_bias_too_wide_kept": lambda: _matmul_add(
+        [4, 8], bias=np.ones((2, 4, 3), np.float32)
+    ),
+    # GemmTransposeFusion after it
+    "matmul_add_of_a_transpose_folded": lambda: _matmul_add([4, 8], transpose_b=True),
+    # DivMulFusion
+    "div_mul_of_one_fused": lambda: _div_mul(1.0),
+    "div_mul_of_two_kept": lambda: _div_mul(2.0),
+    # EliminateSlice
+    "slice_everything_opset11_removed": lambda: _slice(11),
+    "slice_everything_opset13_removed": lambda: _slice(13),
+    "slice_int32_ends_kept": lambda: _slice(11, np.int32),
+    # ConstantSharing: main graph only
+    "loop_body_equal_constants_kept": _loop_with_equal_constants,
+    # ReshapeFusion: a Concat-built shape
+    "view_of_own_dims_fused": lambda: _view(),
+    "view_of_own_dims_opset11_fused": lambda: _view(opset=11),
+    "view_shape_read_elsewhere_keeps_shape": lambda: _view(
+        extra=[h.make_node("Gather", ["s", "i1"], ["gc"], name="gatherc", axis=0)],
+        extra_outputs=[("gc", T.INT64)],
+    ),
+    "view_gather_read_elsewhere_keeps_gather": lambda: _view(
+        extra=[h.make_node("Neg", ["g0"], ["ng"], name="neg")],
+        extra_outputs=[("ng", T.INT64)],
+    ),
+    "view_shape_of_an_equal_shaped_value_fused": lambda: _view(
+        shape_of="r2", more=[h.make_node("Relu", ["r"], ["r2"], name="relu2")]
+    ),
+    "view_shape_of_another_shape_kept": lambda: _view(
+        shape_of="t",
+        more=[h.make_node("Transpose", ["r"], ["t"], name="tr", perm=[1, 0, 2])],
+    ),
+    "view_two_minus_ones_kept": lambda: _view(concat=("u0", "m1", "m1")),
+}
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_inspect_lists_the_nodes_ort_runs(case):
+    model = CASES[case]()
+    assert _predicted(model) == _ran(model)
+
+
+def test_the_cases_cover_both_outcomes_of_each_fusion():
+    """Each rule fires on some case and not on another (else a case would pin nothing)."""
+    fired = {}
+    for name, build in CASES.items():
+        steps = {n.removed_by for n in inspect(build(), "cpu").nodes if n.removed_by}
+        fired[name] = steps
+    for step in (
+        "MatMulAddFusion",
+        "GemmTransposeFusion",
+        "DivMulFusion",
+        "EliminateSlice",
+        "ReshapeFusion",
+    ):
+        assert any(step in s for s in fired.values()), step
+        assert any(step not in s for s in fired.values()), step
