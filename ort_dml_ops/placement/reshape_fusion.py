@@ -21,11 +21,12 @@ _CHAIN = ("Reshape", "Squeeze", "Unsqueeze")
 
 
 def fuse(graph: Graph, shapes: dict, symbols: dict | None = None) -> bool:
+    """One pass over the Reshapes; `symbols`: see ``reshape_shape_fusion.fuse_subgraph``."""
     changed = False
     for first in graph.topological():
         if first.dead or first.op_type != "Reshape" or first.domain != "":
             continue
-        if fuse_subgraph(graph, first, shapes, symbols or {}):
+        if fuse_subgraph(graph, first, shapes, symbols):
             changed = True
             continue
         chain = [first]

@@ -18,9 +18,10 @@ as one Reshape.
 Measured on ORT 1.31's CPU EP, not only read: the fusion also takes ``Unsqueeze`` with its axes as
 an input (opset 13+) and ``Shape`` 15 / 19 / 21, which the reshape_fusion.cc read here (opset-13
 version lists, axes as an attribute only) does not; the op versions are therefore not checked.
-A ``Shape`` of another value than the Reshape's data matches where both shapes are known and
-equal dim by dim, by value or by symbolic name (``dims.same_shape``). Not modelled: DistilBert's
-``MatMul → Add`` root (``Match_Linear_Subgraph_1``, for values of unknown shape).
+A ``Shape`` of another value than the Reshape's data matches as each ORT build compares shapes
+(``_match_shape``: 1.31 the gathered dim by value or symbolic name, 1.24.4 every dim by value).
+Not modelled: DistilBert's ``MatMul → Add`` root (``Match_Linear_Subgraph_1``, for values of
+unknown shape).
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ import math
 
 import numpy as np
 
-from .dims import same_shape
+from .dims import same_dim
 from .graph import Graph, Initializer, Node
 
 STEP = "ReshapeFusion"
@@ -83,7 +84,7 @@ def _scalar_equal(graph: Graph, shapes: dict, name: str, expected: int) -> bool:
 def _gathered_dim(
     graph: Graph,
     shapes: dict,
-    symbols: dict,
+    symbols: dict | None,
     root: str,
     concat: Node,
     at: int,
@@ -104,8 +105,29 @@ def _gathered_dim(
         graph, shapes, gather.inputs[1], position
     ):
         return False
-    # Match_Shape without its DistilBert branch (Match_Linear_Subgraph_1)
-    return shape.inputs[0] == root or same_shape(shapes, symbols, shape.inputs[0], root)
+    return _match_shape(shapes, symbols, shape.inputs[0], root, position)
+
+
+def _match_shape(
+    shapes: dict, symbols: dict | None, value: str, root: str, index: int
+) -> bool:
+    """Match_Shape without its DistilBert branch (Match_Linear_Subgraph_1): `value` is the
+    Reshape's data, or its shape matches the data's. ORT 1.31 (`symbols` given) compares the
+    gathered dim only, by value or by symbolic name (measured: other dims and the ranks may
+    differ; an unnamed unknown dim matches nothing). onnxruntime-directml 1.24.4 (`symbols`
+    None) compares every dim, each a known value (``optimizer_utils::CompareShape``)."""
+    if value == root:
+        return True
+    sa, sb = shapes.get(value), shapes.get(root)
+    if sa is None or sb is None:
+        return False
+    if symbols is None:
+        return len(sa) == len(sb) >= 1 and all(
+            x is not None and x == y for x, y in zip(sa, sb)
+        )
+    return index < min(len(sa), len(sb)) and same_dim(
+        shapes, symbols, value, index, root, index
+    )
 
 
 def _sliced_dim(graph: Graph, root: str, node: Node, at: int) -> bool:
@@ -132,7 +154,7 @@ def _sliced_dim(graph: Graph, root: str, node: Node, at: int) -> bool:
 def _one_element_subgraph(
     graph: Graph,
     shapes: dict,
-    symbols: dict,
+    symbols: dict | None,
     root: str,
     concat: Node,
     at: int,
@@ -158,7 +180,7 @@ def _one_element_subgraph(
 
 
 def _shape_value(
-    graph: Graph, shapes: dict, symbols: dict, reshape: Node, concat: Node
+    graph: Graph, shapes: dict, symbols: dict | None, reshape: Node, concat: Node
 ) -> list | None:
     root = reshape.inputs[0]
     value: list = []
@@ -196,8 +218,11 @@ def _remove_dead(graph: Graph, start: list, why: str) -> None:
         queue.extend(parents)
 
 
-def fuse_subgraph(graph: Graph, reshape: Node, shapes: dict, symbols: dict) -> bool:
-    """Fuse_Subgraph for one Reshape; True where ORT fuses it."""
+def fuse_subgraph(
+    graph: Graph, reshape: Node, shapes: dict, symbols: dict | None
+) -> bool:
+    """Fuse_Subgraph for one Reshape; True where ORT fuses it. `symbols`: the dims' symbolic
+    names (ORT 1.31's Match_Shape reads them), or None (1.24.4's, which does not)."""
     if len(reshape.inputs) < 2 or not reshape.inputs[1]:
         return False
     concat = graph.producers().get(reshape.inputs[1])

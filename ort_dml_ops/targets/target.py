@@ -108,9 +108,10 @@ class Target:
         reshape_shapes_by_dim_names: bool = True,
     ):
         self.name = name
-        #: does ReshapeFusion take Shape(v) for the Reshape's data where v's shape equals the
-        #: data's only by symbolic dim names? ORT 1.31 does; onnxruntime-directml 1.24.4 does not
-        #: (measured: tests/dml/test_placement_fusions_dml.py, placement/reshape_shape_fusion.py)
+        #: does ReshapeFusion take Shape(v)[i] for dim i of the Reshape's data where v's dim i
+        #: equals the data's by symbolic name? ORT 1.31 does; onnxruntime-directml 1.24.4 compares
+        #: every dim by value only (measured: tests/dml/test_placement_fusions_dml.py,
+        #: placement/reshape_shape_fusion.py)
         self.reshape_shapes_by_dim_names = reshape_shapes_by_dim_names
         #: does the EP's GetCapability move shape-computing nodes to the CPU (GetCpuPreferredNodes,
         #: fallback_cpu_capability.cc)? The in-tree GPU EPs do; the WebGPU *plugin* does not (measured)
