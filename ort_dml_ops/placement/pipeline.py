@@ -3,9 +3,11 @@
 1. load (``load.py``, graph.cc): Constant nodes become initializers.
 2. level-1 optimizers, repeated until nothing changes (``GraphTransformerManager``, at most
    ``STEPS`` rounds; each round runs, in this order, the rewrite rules (``rules.py``), constant
-   sharing and common-subexpression elimination (``cse.py``) and constant folding
-   (``folding.py``), MatMulAddFusion (``matmul_add_fusion.py``), ReshapeFusion's contiguous-reshape rule (``reshape_fusion.py``) and the
-   TransposeOptimizer's Shape rule (``transpose_optimizer.py``); on every graph level.
+   sharing and common-subexpression elimination (``cse.py``), constant folding
+   (``folding.py``), MatMulAddFusion (``matmul_add_fusion.py``), ReshapeFusion
+   (``reshape_fusion.py``: Concat-built shapes, contiguous reshapes) and the
+   TransposeOptimizer's Shape and Slice rules (``transpose_optimizer.py``); on every graph
+   level.
 3. partitioning (``core/framework/graph_partitioner.cc``): the target EP's ``GetCapability``
    takes the nodes its kernels and support queries accept, minus ``GetCpuPreferredNodes``
    (``fallback_cpu.py``); the CPU EP takes the rest. ORT's assignment record

@@ -273,6 +273,16 @@ def _lean_cases():
                 {"data": data, "indices": idx, "updates": upd},
             )
         )
+    for dt in (np.int32, np.int64):
+        # the integer products by halving Muls (blocksum.INTEGER_PRODUCT): odd full-width
+        # factors wrap modulo 2^bits; 3,000 updates along axis 0 reach every level of blocks
+        info = np.iinfo(dt)
+        data = (rng.integers(0, info.max // 2, [5, 3]) * 2 + 1).astype(dt)
+        upd = (rng.integers(0, info.max // 2, [3000, 3]) * 2 + 1).astype(dt)
+        idx = rng.integers(-5, 5, [3000, 3]).astype(np.int64)
+        m = _scatter18([5, 3], [3000, 3], 0, "mul", dt)
+        feeds = {"data": data, "indices": idx, "updates": upd}
+        cases.append((f"lean_{np.dtype(dt).name}_mul_wraps", m, feeds))
     for red in ("max", "min"):
         # the ends of the range: ±max and ±inf sort to where a TopK that pads its rows to a
         # power of two puts its padding (ORT's WebGPU TopK does, tests/webgpu); rows of 3 and 11

@@ -4,9 +4,9 @@ file as shipped and after `convert(file, "webgpu")`. Placement is ORT's own assi
 
 Nodes without a name (tf2onnx writes none) are named `<op>#<index>` in both models first: a name
 changes no placement. What is compared is the placement of the nodes both know; the nodes ORT's
-optimizers add or remove on such files (the layout transformation's Transposes and renamed NHWC
-nodes, Conv+BatchNormalization and MatMul+Add fusions, duplicated DequantizeLinear) are the known
-limit docs/webgpu.md names. Marked `full` as the CPU-EP sweep of the same files is.
+optimizers add or remove on such files and `inspect` does not model (the layout transformation's
+Transposes and renamed NHWC nodes, duplicated DequantizeLinear) are the known limit
+docs/webgpu.md names. Marked `full` as the CPU-EP sweep of the same files is.
 """
 
 from __future__ import annotations

@@ -79,14 +79,19 @@ class Fold:
 
 SUM = Fold("Add", "ReduceSum", 0, False)
 FLOAT_PRODUCT = Fold("Mul", "ReduceProd", 1, True)
+#: integers multiply by halving Muls, not ReduceProd: ORT's CPU ReduceProd saturates an int32 or
+#: int64 product (measured, 1.31) where the scatter's product wraps; two's-complement Mul wraps
+#: on both EPs, and a product modulo 2^bits is the same in any order (bit-exact)
+INTEGER_PRODUCT = Fold("Mul", "halving Mul", 1, False)
 
 
-def fold_of(red: str, ascending: bool = True) -> Fold:
-    """The fold of a float scatter reduction (add, mul); `ascending`: the sorted keys are in
-    order, not only grouped in runs (a cheaper mask where the fold flips). No integer product:
-    ORT's CPU ReduceProd saturates an int32 product (measured, 1.31) where a scatter's wraps."""
+def fold_of(red: str, ascending: bool = True, integer: bool = False) -> Fold:
+    """The fold of a scatter reduction (float add, float or `integer` mul); `ascending`: the
+    sorted keys are in order, not only grouped in runs (a cheaper mask where the fold flips)."""
     if red == "add":
         return SUM
+    if integer:
+        return INTEGER_PRODUCT
     return dataclasses.replace(FLOAT_PRODUCT, ascending=ascending)
 
 
@@ -169,7 +174,11 @@ def plan(n: Size, fold: Fold = SUM) -> tuple[int, ...]:
                 widths.append(top if not widths else below)
                 m = -(-m // widths[-1])
             kernels, written = _plan_cost(
-                n, widths, fold.flip, fold.flip and not fold.ascending
+                n,
+                widths,
+                fold.flip,
+                fold.flip and not fold.ascending,
+                fold is INTEGER_PRODUCT,
             )
             us = cost.DEVICE.device_us(
                 kernels, written / (4 * max(n, 1)), 4 * max(n, 1), 0
@@ -181,23 +190,35 @@ def plan(n: Size, fold: Fold = SUM) -> tuple[int, ...]:
 
 
 def _plan_cost(
-    n: int, widths: list[int], flip: bool = False, grouped: bool = False
+    n: int,
+    widths: list[int],
+    flip: bool = False,
+    grouped: bool = False,
+    halving: bool = False,
 ) -> tuple[int, int]:
     """(kernels, bytes written) of the folds for n items with these widths, as `_level` emits
     them: a level's block (its mask — Equal, And below the top; with `flip`, Sub, Max,
     Greater — then Where and the reduction), its ends (two Slices), the shifted ends (two
     Pads), the carry (a compare, Where, the op), a Pad of keys and values where n is not whole
     blocks; then the last level, one block. `grouped`: keys not sorted (an Abs more in the
-    flipped mask and two more kernels in its carry)."""
+    flipped mask and two more kernels in its carry). `halving`: the integer product, whose
+    reduction is log2(width) Split + Mul pairs (`_halving_product`)."""
 
     def block(items: int, width: int, top: bool) -> tuple[int, int]:
         if flip:
             return 5 + grouped, (13 + 4 * grouped) * items * width + 4 * items
-        return (
+        kernels, written = (
             (3, 5 * items * width + 4 * items)
             if top
             else (4, 6 * items * width + 4 * items)
         )
+        if halving:
+            # the reduction is a Split and a Mul per halving (a Pad first to a power of two):
+            # each halving writes its input once (Split) and half of it (Mul)
+            steps = max(1, (width - 1).bit_length())
+            kernels += 2 * steps - 1 + (width != 1 << steps)
+            written += 6 * items * (1 << steps)
+        return kernels, written
 
     kernels = written = 0
     for depth, width in enumerate(widths):
@@ -314,10 +335,32 @@ def _block_folds(
             tril = e.const(np.tril(np.ones((width, width), dtype=bool)))
             same = e.op("And", same, tril)
         picked = e.op("Where", same, e.reshape(V, [-1, 1, width]), identity)
+    if fold is INTEGER_PRODUCT:
+        return _halving_product(e, picked, width, identity)
     # the axes became an input at opset 13 for ReduceSum, at 18 for ReduceProd
     if e.opset >= (13 if fold.reduce == "ReduceSum" else 18):
         return e.op(fold.reduce, picked, e.i64([2]), keepdims=0)
     return e.op(fold.reduce, picked, axes=[2], keepdims=0)
+
+
+def _halving_product(
+    e: Emitter, picked: ir.Value, width: int, identity: ir.Value
+) -> ir.Value:
+    """[blocks, width]: the product of `picked` ([blocks, width, width]) along its last axis, by
+    halving it: Split in two, Mul the halves, log2(width) times (a width that is no power of
+    two is padded with the identity first). Integer Mul wraps, so any order is exact."""
+    items = width  # the block's items: the result's second dim
+    steps = max(1, (width - 1).bit_length())
+    if width != 1 << steps:
+        more = (1 << steps) - width
+        picked = e.pad(picked, [0, 0, 0, 0, 0, more], e.reshape(identity, []))
+        width = 1 << steps
+    while width > 1:
+        width //= 2
+        low, high = e.split(picked, [width, width], axis=2)
+        picked = e.op("Mul", low, high)
+    # [-1, items], not [0, -1]: a run-time count of 0 blocks has no -1 to infer
+    return e.reshape(picked, [-1, items])
 
 
 def _other_or_after(

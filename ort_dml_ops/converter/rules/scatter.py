@@ -21,9 +21,10 @@ is an int when the graph knows it and otherwise comes from `Shape` / `Size` at r
 2. reductions only: sort the positions (TopK, smallest first; equal keys keep index order;
    a last-axis scatter row by row), gather the updates in that order, and fold each run of
    equal positions: float add and mul by blocks of masked reductions (`blocksum.py`: one mask,
-   Where and ReduceSum / ReduceProd per level), integer add, max and min and float max / min
-   by sorts and a prefix sum (`scatter_lean.py`), the rest (integer mul, float64) with the
-   blocked segmented scan of `segscan.py` (a chain in blocks of 16, the same over block ends,
+   Where and ReduceSum / ReduceProd per level; integer mul the same with halving Muls, up to
+   `INTEGER_PRODUCT_LIMIT` static updates), integer add, max and min and float max / min by
+   sorts and a prefix sum (`scatter_lean.py`), the rest (float64, longer integer products) with
+   the blocked segmented scan of `segscan.py` (a chain in blocks of 16, the same over block ends,
    a short Hillis–Steele for the rest), which reads the run flags of neighbouring positions,
    not the positions. The scan's input starts with one lead item
    (`scatter_write.with_lead`), so that slot s of step 3 is index s of its output. Float max /

@@ -222,14 +222,19 @@ def block_fold(
     dt: ir.DataType,
     row: Size | None,
 ) -> ir.Value:
-    """Float data + (·) the sum (product) of each run, by blocks of masked reductions
-    (`blocksum.py`): tens of kernels where the segmented scan took two hundred.
+    """Float data + (·) the sum (product) of each run, and integer data · the product of each
+    run, by blocks of masked reductions (`blocksum.py`): tens of kernels where the segmented
+    scan took two hundred.
 
     Float add: −0.0 updates go to the dummy position M first (they change no sum; see
     `blocksum.drop_negative_zeros`). float16 folds in float32 (ORT's CPU EP has no float16
-    ReduceSum or ReduceProd; the fold rounds once, where ORT's kernel rounds at every update)."""
-    fold = blocksum.fold_of(red)
-    work = ir.DataType.FLOAT  # float32 data, or float16 folded in float32 (`_lean`)
+    ReduceSum or ReduceProd; the fold rounds once, where ORT's kernel rounds at every update).
+    Integers multiply in their own type, by halving Muls (`blocksum.INTEGER_PRODUCT`): the
+    product wraps as ORT's sequential one does, bit for bit."""
+    integer = dt not in (ir.DataType.FLOAT, ir.DataType.FLOAT16)
+    fold = blocksum.fold_of(red, integer=integer)
+    # float32 data, float16 folded in float32 (`_lean`), integers in their own type
+    work = dt if integer else ir.DataType.FLOAT
     if work != dt:
         vals = e.cast(vals, work)
     add = red == "add"

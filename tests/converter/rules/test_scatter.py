@@ -420,6 +420,63 @@ def test_float_mul_specials_and_signed_zeros_vs_ort(K, target):
     _bits_equal(y, want)
 
 
+@pytest.mark.parametrize("symbolic", [False, True])
+@pytest.mark.parametrize("dtype", [np.int32, np.int64, np.uint32])
+@pytest.mark.parametrize("K", [7, 300, 5000])
+def test_integer_mul_wraps_as_ort_does(K, dtype, symbolic):
+    """Integer mul folds runs by blocks of halving Muls (blocksum.INTEGER_PRODUCT): products of
+    full-width odd factors wrap modulo 2^bits, bit for bit as ORT's sequential kernel, over runs
+    from one update to thousands (every level of blocks), at static and run-time sizes."""
+    rng = np.random.default_rng(K)
+    info = np.iinfo(dtype)
+    M = 11
+    indices = rng.integers(-M, M, [K]).astype(np.int64)
+    indices[: min(K, 3)] = 4  # one run starts at the first update
+    updates = (rng.integers(0, info.max // 2, [K]) * 2 + 1).astype(
+        dtype
+    )  # odd: never 0
+    data = (rng.integers(0, info.max // 2, [M]) * 2 + 1).astype(dtype)
+    if symbolic:
+        m = single_op(
+            "ScatterElements",
+            [
+                ("data", dtype, ["m"]),
+                ("indices", np.int64, ["k"]),
+                ("updates", dtype, ["k"]),
+            ],
+            {"axis": 0, "reduction": "mul"},
+            opset=18,
+            out_shape=["m"],
+        )
+    else:
+        m = elements_model([M], [K], 0, "mul", dtype)
+    feeds = {"data": data, "indices": indices, "updates": updates}
+    (want,) = run_cpu(m, feeds)
+    with np.errstate(over="ignore"):  # the reference wraps, as ORT's kernel does
+        reference = np_scatter_elements(data, indices, updates, 0, "mul")
+    np.testing.assert_array_equal(want, reference)
+    result = lowered(m)
+    assert "ScatterElements" not in op_types(result.model)
+    (y,) = run_cpu(result.model, feeds)
+    np.testing.assert_array_equal(y, want)
+
+
+def test_integer_mul_takes_the_scan_past_its_limit():
+    """Static updates past INTEGER_PRODUCT_LIMIT: the segmented scan's chain (few passes), not
+    the halving blocks (few dispatches): the Splits of the halving Muls are gone."""
+    from ort_dml_ops.converter.rules.scatter_write import INTEGER_PRODUCT_LIMIT
+
+    def halving_splits(K):
+        m = elements_model([8], [K], 0, "mul", np.int32)
+        return sum(n.op_type == "Split" for n in lowered(m).model.graph.node)
+
+    below, above = (
+        halving_splits(INTEGER_PRODUCT_LIMIT),
+        halving_splits(INTEGER_PRODUCT_LIMIT + 1),
+    )
+    assert below >= 10 and above < below
+
+
 @pytest.mark.parametrize("K", [64, 3000])
 @pytest.mark.parametrize("target", ["dml", "webgpu"])
 def test_float_add_specials_stay_in_their_run(K, target):
