@@ -4,7 +4,9 @@ For every small graph below, the nodes `inspect --target cpu` lists as running a
 nodes ORT's CPU EP records in its assignment record (`session.record_ep_graph_assignment_info`),
 by name and op: MatMulAddFusion (matmul_add_fusion.py), GemmTransposeFusion
 (gemm_transpose_fusion.py), DivMulFusion and EliminateSlice (rules.py), ReshapeFusion's Concat
-shapes (reshape_shape_fusion.py), and ConstantSharing, which leaves subgraphs alone (cse.py).
+shapes (reshape_shape_fusion.py), ConstantSharing, which leaves subgraphs alone, and CSE, which
+leaves DequantizeLinear alone (cse.py), EnsureUniqueDQForNodeUnit (qdq.py) and
+QDQPropagationTransformer (qdq_propagation.py).
 Each case says what ORT does with it; both outcomes (fused and left alone) are pinned, and the
 record, not this file, decides which is right.
 """
@@ -164,6 +166,20 @@ def _loop_with_equal_constants():
     )
 
 
+def _qdq_model(after, outputs, *, scale_input=False, extra_inputs=()):
+    """Quantized x (uint8) → DequantizeLinear `dq` → the `after` nodes. `scale_input`: the
+    DQ's scale is a graph input (not a constant)."""
+    nodes = [
+        h.make_node("DequantizeLinear", ["xq", "s", "zp"], ["xf"], name="dq"),
+        *after,
+    ]
+    inputs = [("xq", T.UINT8, [2, 3, 4])] + ([("s", F32, [])] if scale_input else [])
+    inits = [("zp", np.array(128, np.uint8))]
+    if not scale_input:
+        inits.append(("s", np.array(0.5, np.float32)))
+    return _model(nodes, inputs + list(extra_inputs), outputs, inits)
+
+
 SHAPE_INITS = [
     ("i0", np.array(0, np.int64)),
     ("i1", np.array(1, np.int64)),
@@ -253,6 +269,63 @@ CASES = {
         more=[h.make_node("Transpose", ["r"], ["t"], name="tr", perm=[1, 0, 2])],
     ),
     "view_two_minus_ones_kept": lambda: _view(concat=("u0", "m1", "m1")),
+    # EnsureUniqueDQForNodeUnit (before the optimizers and in each round); CSE keeps DQs apart
+    "dq_read_twice_duplicated": lambda: _qdq_model(
+        [
+            h.make_node("Relu", ["xf"], ["a"], name="relu"),
+            h.make_node("Neg", ["xf"], ["b"], name="neg"),
+        ],
+        [("a", F32), ("b", F32)],
+    ),
+    "dq_read_after_a_removed_cast_duplicated": lambda: _qdq_model(
+        [
+            h.make_node("Cast", ["xf"], ["c"], name="cast", to=T.FLOAT),
+            h.make_node("Relu", ["c"], ["a"], name="relu"),
+            h.make_node("Neg", ["c"], ["b"], name="neg"),
+        ],
+        [("a", F32), ("b", F32)],
+    ),
+    "two_equal_dqs_kept_apart": lambda: _qdq_model(
+        [
+            h.make_node("DequantizeLinear", ["xq", "s", "zp"], ["xf2"], name="dq2"),
+            h.make_node("Add", ["xf", "xf2"], ["a"], name="add"),
+        ],
+        [("a", F32)],
+    ),
+    # QDQPropagationTransformer
+    "dq_propagated_past_a_transpose": lambda: _qdq_model(
+        [
+            h.make_node("Transpose", ["xf"], ["t"], name="tr", perm=[0, 2, 1]),
+            h.make_node("Relu", ["t"], ["a"], name="relu"),
+        ],
+        [("a", F32)],
+    ),
+    "dq_propagated_past_a_reshape_to_two_readers": lambda: _qdq_model(
+        [
+            h.make_node("Reshape", ["xf", "shape"], ["r"], name="reshape"),
+            h.make_node("Relu", ["r"], ["a"], name="relu"),
+            h.make_node("Neg", ["r"], ["b"], name="neg"),
+        ],
+        [("a", F32), ("b", F32)],
+        extra_inputs=[("shape", T.INT64, [2])],
+    ),
+    "dq_before_a_compute_node_not_propagated": lambda: _qdq_model(
+        [
+            h.make_node("Relu", ["xf"], ["r"], name="relu"),
+            h.make_node("Transpose", ["r"], ["a"], name="tr", perm=[0, 2, 1]),
+        ],
+        [("a", F32)],
+    ),
+    "q_propagated_back_past_a_transpose": lambda: _model(
+        [
+            h.make_node("Relu", ["y"], ["r"], name="relu"),
+            h.make_node("Transpose", ["r"], ["t"], name="tr", perm=[1, 0]),
+            h.make_node("QuantizeLinear", ["t", "s", "zp"], ["q"], name="q"),
+        ],
+        [("y", F32, [3, 4])],
+        [("q", T.UINT8)],
+        [("s", np.array(0.5, np.float32)), ("zp", np.array(128, np.uint8))],
+    ),
     # ORT 1.31 compares only the gathered dims of another value's shape, by value or name
     "view_shape_of_a_value_alike_in_gathered_dims_fused": lambda: _view(
         shape_of="z",
@@ -293,3 +366,10 @@ def test_the_cases_cover_both_outcomes_of_each_fusion():
     ):
         assert any(step in s for s in fired.values()), step
         assert any(step not in s for s in fired.values()), step
+    added = {
+        name: {n.added_by for n in inspect(build(), "cpu").nodes if n.added_by}
+        for name, build in CASES.items()
+    }
+    for step in ("EnsureUniqueDQForNodeUnit", "QDQPropagationTransformer"):
+        assert any(step in s for s in added.values()), step
+        assert any(step not in s for s in added.values()), step

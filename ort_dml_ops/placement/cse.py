@@ -109,6 +109,8 @@ def eliminate(graph: Graph, opsets: dict | None = None) -> bool:
     for node in graph.topological():
         if node.subgraphs or node.op_type in NONDETERMINISTIC or not node.outputs:
             continue
+        if node.op_type == "DequantizeLinear" and node.domain in ("", "ai.onnx"):
+            continue  # kept apart: each QDQ node unit needs its own (ORT PR 10934)
         # the attributes change only with the node's proto (and the opset with the model)
         opset = (opsets or {}).get("" if node.domain == "ai.onnx" else node.domain)
         cached = node.cse_attributes

@@ -1,11 +1,14 @@
 """ONNX Runtime's session creation, as far as it decides where nodes run: the steps in order.
 
-1. load (``load.py``, graph.cc): Constant nodes become initializers.
+1. load (``load.py``, graph.cc): Constant nodes become initializers; then one
+   DequantizeLinear per QDQ node unit (``qdq.py``), before any optimizer.
 2. level-1 optimizers, repeated until nothing changes (``GraphTransformerManager``, at most
    ``STEPS`` rounds; each round runs, in this order, the rewrite rules (``rules.py``), constant
    sharing and common-subexpression elimination (``cse.py``), constant folding
    (``folding.py``), MatMulAddFusion (``matmul_add_fusion.py``), ReshapeFusion
-   (``reshape_fusion.py``: Concat-built shapes, contiguous reshapes) and the
+   (``reshape_fusion.py``: Concat-built shapes, contiguous reshapes),
+   QDQPropagationTransformer (``qdq_propagation.py``), EnsureUniqueDQForNodeUnit
+   (``qdq.py``) and the
    TransposeOptimizer's Shape and Slice rules (``transpose_optimizer.py``); on every graph
    level.
 3. partitioning (``core/framework/graph_partitioner.cc``): the target EP's ``GetCapability``
@@ -28,6 +31,8 @@ from . import (
     folding,
     matmul_add_fusion,
     memcpy,
+    qdq,
+    qdq_propagation,
     reshape_fusion,
     rules,
     transpose_optimizer,
@@ -114,6 +119,8 @@ def optimize(
         lambda: reshape_fusion.fuse(
             graph, shapes, symbols if reshape_by_names else None
         ),
+        lambda: qdq_propagation.propagate(graph, opsets),
+        lambda: qdq.ensure_unique_dq(graph, types, shapes),
         lambda: transpose_optimizer.optimize(graph, types, shapes),
     )
     idle = 0  # passes run in a row that changed nothing
@@ -133,6 +140,13 @@ def optimize(
             optimize(
                 sg, types, shapes, opsets, has_cpu_kernel, symbols, reshape_by_names
             )
+
+
+def _on_every_level(graph: Graph, step) -> None:
+    step(graph)
+    for node in graph.nodes:
+        for _, sg in node.subgraphs:
+            _on_every_level(sg, step)
 
 
 def run(
@@ -158,6 +172,8 @@ def run(
         )
         return d.provider is not None and (d.provider == CPU or k is not None)
 
+    # QDQ node units made whole before any optimizer, at every level (qdq.py)
+    _on_every_level(graph, lambda g: qdq.ensure_unique_dq(g, types, shapes))
     if optimized:
         optimize(
             graph,
