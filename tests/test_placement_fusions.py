@@ -373,3 +373,29 @@ def test_the_cases_cover_both_outcomes_of_each_fusion():
     for step in ("EnsureUniqueDQForNodeUnit", "QDQPropagationTransformer"):
         assert any(step in s for s in added.values()), step
         assert any(step not in s for s in added.values()), step
+
+
+def test_dq_is_duplicated_even_without_optimizations():
+    """ORT makes QDQ node units whole before any optimizer runs, at every level
+    (`InferenceSession::TransformGraph`): with ORT_DISABLE_ALL a shared DequantizeLinear is
+    still copied, and `inspect(optimized=False)` lists the copy too."""
+    model = CASES["dq_read_twice_duplicated"]()
+    so = ort.SessionOptions()
+    so.log_severity_level = 3
+    so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+    so.add_session_config_entry("session.record_ep_graph_assignment_info", "1")
+    s = ort.InferenceSession(
+        model.SerializeToString(), so, providers=["CPUExecutionProvider"]
+    )
+    ran = sorted(
+        (n.name, n.op_type)
+        for sg in s.get_provider_graph_assignment_info()
+        for n in sg.get_nodes()
+    )
+    listed = sorted(
+        (n.name, n.op_type)
+        for n in inspect(model, "cpu", optimized=False).nodes
+        if n.provider
+    )
+    assert listed == ran
+    assert ("dq/duplicated", "DequantizeLinear") in ran
