@@ -17,16 +17,10 @@ from __future__ import annotations
 
 import onnx
 
-from ..targets.schemas import get_schema
-from .graph import Graph, Node
+from .graph import Graph, Node, since_version
 
 STEP = "GemmTransposeFusion"
 _TRANSPOSE_VERSIONS = (1, 13, 21, 23, 24, 25)
-
-
-def _since(node: Node, opsets: dict) -> int | None:
-    schema = get_schema(node.op_type, node.domain, opsets.get(node.domain or ""))
-    return schema.since_version if schema is not None else None
 
 
 def _edges(graph: Graph, node: Node) -> list:
@@ -57,7 +51,7 @@ def _transpose(node: Node | None, opsets: dict) -> bool:
         node is not None
         and node.op_type == "Transpose"
         and node.domain in ("", "ai.onnx")
-        and _since(node, opsets) in _TRANSPOSE_VERSIONS
+        and since_version(node, opsets) in _TRANSPOSE_VERSIONS
     )
 
 
@@ -103,7 +97,7 @@ def applies(graph: Graph, gemm: Node, shapes: dict, opsets: dict) -> bool:
             and _only_gemms_read(graph, t)
         ):
             return True
-    if _since(gemm, opsets) not in (11, 13) or _makes_output(graph, gemm):
+    if since_version(gemm, opsets) not in (11, 13) or _makes_output(graph, gemm):
         return False
     if len(gemm.inputs) > 2:
         return False

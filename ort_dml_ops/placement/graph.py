@@ -30,6 +30,17 @@ NONDETERMINISTIC = frozenset(
 )
 
 
+def since_version(node: Node, opsets: dict) -> int | None:
+    """The since-version of the schema `node` resolves to under the model's opset imports (as
+    ORT resolves it: targets/schemas.py), or None for an op no schema knows."""
+    from ..targets.schemas import get_schema, norm_domain
+
+    domain = norm_domain(node.domain)
+    opset = opsets.get(domain, opsets.get(node.domain))
+    schema = get_schema(node.op_type, domain, opset)
+    return schema.since_version if schema is not None else None
+
+
 @dataclass
 class Initializer:
     name: str

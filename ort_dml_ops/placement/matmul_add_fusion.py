@@ -31,17 +31,11 @@ import math
 import numpy as np
 import onnx
 
-from ..targets.schemas import get_schema
 from .dims import same_dim
-from .graph import Graph, Initializer, Node
+from .graph import Graph, Initializer, Node, since_version
 
 _GEMM_TYPES = frozenset({"tensor(float)", "tensor(float16)", "tensor(bfloat16)"})
 STEP = "MatMulAddFusion"
-
-
-def _since(node: Node, opsets: dict) -> int | None:
-    schema = get_schema(node.op_type, node.domain, opsets.get(node.domain or ""))
-    return schema.since_version if schema is not None else None
 
 
 def _is(node: Node | None, op: str, versions: tuple, opsets: dict) -> bool:
@@ -50,7 +44,7 @@ def _is(node: Node | None, op: str, versions: tuple, opsets: dict) -> bool:
         node is not None
         and node.op_type == op
         and node.domain in ("", "ai.onnx")
-        and _since(node, opsets) in versions
+        and since_version(node, opsets) in versions
     )
 
 

@@ -22,8 +22,7 @@ from __future__ import annotations
 
 import onnx
 
-from ..targets.schemas import get_schema
-from .graph import Graph, Node
+from .graph import Graph, Node, since_version
 
 STEP = "QDQPropagationTransformer"
 _PROPAGATES = {
@@ -45,17 +44,12 @@ class _Edge:
         self.src, self.value, self.dst, self.slot = src, value, dst, slot
 
 
-def _since(node: Node, opsets: dict) -> int | None:
-    schema = get_schema(node.op_type, node.domain, opsets.get(node.domain or ""))
-    return schema.since_version if schema is not None else None
-
-
 def _propagates(node: Node, opsets: dict) -> bool:
     versions = _PROPAGATES.get(node.op_type)
     return (
         versions is not None
         and node.domain in ("", "ai.onnx")
-        and _since(node, opsets) in versions
+        and since_version(node, opsets) in versions
     )
 
 

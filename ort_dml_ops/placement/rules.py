@@ -31,10 +31,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..targets.schemas import get_schema
 from ..targets.value_types import type_string
 from . import gemm_transpose_fusion
-from .graph import Graph, Initializer, Node
+from .graph import Graph, Initializer, Node, since_version
 
 
 def _removable(graph: Graph, node: Node) -> bool:
@@ -114,7 +113,7 @@ def _slice_is_noop(graph: Graph, node: Node, opsets: dict) -> bool:
     end INT64_MAX (constants; steps, where read, all 1). ORT reads the steps only when the axes
     input is there, and does not look at the input's shape. Slice-13 is measured (ORT 1.31
     removes it; slice_elimination.cc as read lists 1, 10, 11)."""
-    since = _since(node, opsets)
+    since = since_version(node, opsets)
     if since == 1:
         starts, ends = node.attr("starts"), node.attr("ends")
         if starts is None or ends is None or len(starts) != len(ends):
@@ -155,7 +154,7 @@ def _mul_after_reciprocal(
     14; a one-element constant 1 of float, float16, double, int32 or int64; the Div makes no
     graph output), else None."""
     if (
-        _since(div, opsets) not in (7, 13, 14)
+        since_version(div, opsets) not in (7, 13, 14)
         or len(div.inputs) != 2
         or not div.outputs
     ):
@@ -167,7 +166,7 @@ def _mul_after_reciprocal(
     mul = readers[0]
     if mul.op_type != "Mul" or mul.domain not in ("", "ai.onnx"):
         return None
-    if _since(mul, opsets) not in (7, 13, 14):
+    if since_version(mul, opsets) not in (7, 13, 14):
         return None
     one = graph.initializer(div.inputs[0])
     if one is None or one.overridable or one.value is None or one.numel != 1:
@@ -190,11 +189,6 @@ def _fuse_div_mul(graph: Graph, div: Node, mul: Node) -> None:
     div.inputs = [other, div.inputs[1]]
     div.outputs = list(mul.outputs)
     graph.touch()
-
-
-def _since(node: Node, opsets: dict) -> int | None:
-    schema = get_schema(node.op_type, node.domain, opsets.get(node.domain or ""))
-    return schema.since_version if schema is not None else None
 
 
 def _noop_operand(graph: Graph, node: Node, types: dict, shapes: dict) -> str | None:
