@@ -109,9 +109,7 @@ def _evaluate(node: Node, graph: Graph, types: dict, opsets: dict):
         return None
 
 
-def remove_bottom_up(
-    graph: Graph, start: Node, cons: dict, step: str, reason: str
-) -> None:
+def _remove_bottom_up(graph: Graph, start: Node, folded_name: str, cons: dict) -> None:
     """graph_utils::RemoveNodesWithOneOutputBottomUp. `cons`: consumers before anything was removed
     (a node's edge to the node being removed still counts)."""
     queue = [start]
@@ -131,7 +129,12 @@ def remove_bottom_up(
         prod = graph.producers()
         queue.extend(prod[x] for x in cur.inputs if x in prod)
         done.add(cur)
-        graph.remove(cur, step, reason)
+        graph.remove(
+            cur,
+            "ConstantFolding",
+            f"constant-folded: it only fed '{folded_name}', which ORT's "
+            "ConstantFolding removed (RemoveNodesWithOneOutputBottomUp)",
+        )
 
 
 def fold(graph: Graph, types: dict, shapes: dict, opsets: dict, has_cpu_kernel) -> bool:
@@ -159,14 +162,7 @@ def fold(graph: Graph, types: dict, shapes: dict, opsets: dict, has_cpu_kernel) 
                 "Shape of a tensor whose shape is known becomes an initializer",
             )
             for p in inputs:
-                remove_bottom_up(
-                    graph,
-                    p,
-                    cons,
-                    "ConstantFolding",
-                    f"constant-folded: it only fed '{node.name}', which ORT's "
-                    "ConstantFolding removed (RemoveNodesWithOneOutputBottomUp)",
-                )
+                _remove_bottom_up(graph, p, node.name, cons)
             changed = True
             continue
         if node.domain != "" or node.op_type in NONDETERMINISTIC or node.subgraphs:

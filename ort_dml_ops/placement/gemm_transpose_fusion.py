@@ -25,14 +25,7 @@ _TRANSPOSE_VERSIONS = (1, 13, 21, 23, 24, 25)
 
 def _edges(graph: Graph, node: Node) -> list:
     """(consumer, slot) per read of the node's first output."""
-    out = node.outputs[0] if node.outputs else ""
-    return [
-        (c, i)
-        for c in graph.consumers().get(out, ())
-        if out
-        for i, x in enumerate(c.inputs)
-        if x == out
-    ]
+    return graph.reads(node.outputs[0]) if node.outputs and node.outputs[0] else []
 
 
 def _matrix_transpose(node: Node, shapes: dict) -> bool:

@@ -191,6 +191,29 @@ class Graph:
             g = g.parent if outer else None
         return None
 
+    def reads(self, value: str) -> list:
+        """(reader, input slot) per read of `value` by a node of this graph, in ORT's edge order
+        (node index, then slot): the optimizers count and walk a node's output edges by it."""
+        return sorted(
+            (
+                (c, i)
+                for c in self.consumers().get(value, ())
+                for i, x in enumerate(c.inputs)
+                if x == value
+            ),
+            key=lambda e: (e[0].index, e[1]),
+        )
+
+    def int_values(self, name: str, constant: bool = True) -> list | None:
+        """An int32 / int64 initializer's values (``optimizer_utils::AppendTensorFromInitializer``),
+        None for another type, a value no initializer holds, or (`constant`) an overridable one."""
+        init = self.initializer(name) if name else None
+        if init is None or init.value is None or (constant and init.overridable):
+            return None
+        if init.elem_type not in (6, 7):
+            return None
+        return [int(v) for v in init.value.reshape(-1)]
+
     def is_constant(self, name: str) -> bool:
         """graph_utils::IsConstantInitializer: an initializer that no feed can override."""
         init = self.initializer(name)

@@ -50,14 +50,7 @@ def _is(node: Node | None, op: str, versions: tuple, opsets: dict) -> bool:
 
 def _edges(graph: Graph, node: Node) -> list:
     """The node's output edges: (consumer, input slot) per read of any of its outputs."""
-    cons = graph.consumers()
-    out = []
-    for o in node.outputs:
-        if not o:
-            continue
-        for c in cons.get(o, ()):
-            out += [(c, i) for i, x in enumerate(c.inputs) if x == o]
-    return out
+    return [edge for o in node.outputs if o for edge in graph.reads(o)]
 
 
 def _attention_projection_input(graph: Graph, matmul: Node, opsets: dict) -> bool:

@@ -70,10 +70,7 @@ def ensure_unique_dq(graph: Graph, types: dict, shapes: dict) -> bool:
             continue
         value = dq.outputs[0]
         readers = graph.consumers().get(value, [])
-        edges = sorted(
-            ((c, i) for c in readers for i, x in enumerate(c.inputs) if x == value),
-            key=lambda e: (e[0].index, e[1]),
-        )
+        edges = graph.reads(value)
         in_subgraph = any(value in implicit_inputs(c) for c in readers)
         makes_output = value in graph.outputs
         if not edges or (len(edges) + in_subgraph == 1 and not makes_output):

@@ -57,19 +57,6 @@ def _is(node: Node | None, op: str) -> bool:
     return node is not None and node.op_type == op and node.domain in _Q_DOMAINS
 
 
-def _readers(graph: Graph, value: str) -> list:
-    """(reader, slot) per read of `value`, in ORT's edge order (node index, slot)."""
-    return sorted(
-        (
-            (c, i)
-            for c in graph.consumers().get(value, [])
-            for i, x in enumerate(c.inputs)
-            if x == value
-        ),
-        key=lambda e: (e[0].index, e[1]),
-    )
-
-
 def _scale_and_zero_point(graph: Graph, node: Node) -> tuple[str, str] | None:
     """QOrDQNodeHasConstantScalarScaleAndZeroPoint: (scale, zero point or "")."""
     ins = list(node.inputs) + [""] * (3 - len(node.inputs))
@@ -92,7 +79,7 @@ def _previous_edge(graph: Graph, node: Node) -> _Edge | None:
     src = graph.producers().get(value)
     if src is None:
         return _Edge(None, value, node, 0)
-    if value in graph.outputs or len(_readers(graph, value)) != 1:
+    if value in graph.outputs or len(graph.reads(value)) != 1:
         return None
     return _Edge(src, value, node, 0)
 
@@ -102,7 +89,7 @@ def _next_edges(graph: Graph, node: Node) -> list:
     if not node.outputs or not node.outputs[0]:
         return []
     value = node.outputs[0]
-    readers = _readers(graph, value)
+    readers = graph.reads(value)
     if not readers:
         return [_Edge(node, value, None)] if value in graph.outputs else []
     if value in graph.outputs:
@@ -181,7 +168,7 @@ def _forwards(graph: Graph, dq: Node, opsets: dict) -> bool:
     found = _scale_and_zero_point(graph, dq)
     if found is None or not dq.outputs or dq.outputs[0] in graph.outputs:
         return False
-    readers = _readers(graph, dq.outputs[0])
+    readers = graph.reads(dq.outputs[0])
     if len(readers) != 1:  # CheckOutputEdges(dq, 1)
         return False
     first = _forward_group(graph, _Edge(dq, dq.outputs[0], *readers[0]), opsets)

@@ -47,20 +47,10 @@ def _parent(graph: Graph, node: Node, at: int, op: str) -> Node | None:
     return p if p.outputs and p.outputs[0] == node.inputs[at] else None
 
 
-def _ints(graph: Graph, name: str, constant: bool = True) -> list | None:
-    """AppendTensorFromInitializer: an int32 / int64 initializer's values, else None."""
-    init = graph.initializer(name) if name else None
-    if init is None or init.value is None or (constant and init.overridable):
-        return None
-    if init.elem_type not in (6, 7):
-        return None
-    return [int(v) for v in init.value.reshape(-1)]
-
-
 def _axes_zero(graph: Graph, unsqueeze: Node) -> bool:
     axes = unsqueeze.attr("axes")
     if axes is None and len(unsqueeze.inputs) > 1:
-        axes = _ints(graph, unsqueeze.inputs[1])
+        axes = graph.int_values(unsqueeze.inputs[1])
     return axes is not None and list(axes) == [0]
 
 
@@ -77,7 +67,7 @@ def _scalar_equal(graph: Graph, shapes: dict, name: str, expected: int) -> bool:
     dims = shapes.get(name)
     if dims is None or dims not in ((), (1,)):
         return False
-    values = _ints(graph, name, constant=False)
+    values = graph.int_values(name, constant=False)
     return values is not None and len(values) == 1 and values[0] == expected
 
 
@@ -139,8 +129,8 @@ def _sliced_dim(graph: Graph, root: str, node: Node, at: int) -> bool:
         return False
     prod = graph.producers()
     if sum(1 for x in slice_.inputs if x in prod) >= 3:
-        starts = _ints(graph, slice_.inputs[1]) or []
-        ends = _ints(graph, slice_.inputs[2]) or []
+        starts = graph.int_values(slice_.inputs[1]) or []
+        ends = graph.int_values(slice_.inputs[2]) or []
     else:  # Slice-1: attributes
         starts, ends = (
             list(slice_.attr("starts") or []),
@@ -185,7 +175,7 @@ def _shape_value(
     root = reshape.inputs[0]
     value: list = []
     for at, x in enumerate(concat.inputs):
-        known = _ints(graph, x)
+        known = graph.int_values(x)
         if known is not None:
             value += known
         elif _gathered_dim(graph, shapes, symbols, root, concat, at, len(value)):

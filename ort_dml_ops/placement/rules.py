@@ -97,15 +97,8 @@ _INT64_MAX = np.iinfo(np.int64).max
 
 
 def _constant_ints(graph: Graph, node: Node, at: int) -> list | None:
-    """A constant int32 / int64 input's values ([] for another type), None where the input is
-    absent or not a constant initializer."""
-    name = node.inputs[at] if len(node.inputs) > at else ""
-    init = graph.initializer(name) if name else None
-    if init is None or init.overridable or init.value is None:
-        return None
-    if init.elem_type not in (6, 7):
-        return []
-    return [int(v) for v in init.value.reshape(-1)]
+    """Input `at`'s values where it is a constant int32 / int64 initializer, else None."""
+    return graph.int_values(node.inputs[at] if len(node.inputs) > at else "")
 
 
 def _slice_is_noop(graph: Graph, node: Node, opsets: dict) -> bool:
