@@ -384,19 +384,16 @@ def _value_types(work: onnx.ModelProto):
     return types, dims, symbols
 
 
-def _declared_dim_names(g: onnx.GraphProto) -> set:
+def _declared_dim_names(graph: onnx.GraphProto) -> set:
     """The symbolic dim names the model's own value types state, subgraphs included."""
-    out: set = set()
-    for values in (g.input, g.output, g.value_info):
-        for vi in values:
-            out.update(
-                d.dim_param for d in vi.type.tensor_type.shape.dim if d.dim_param
-            )
-    for n in g.node:
-        for a in n.attribute:
-            for sg in [a.g] if a.type == _GRAPH else list(a.graphs):
-                out |= _declared_dim_names(sg)
-    return out
+    return {
+        d.dim_param
+        for g in graphs(graph)
+        for values in (g.input, g.output, g.value_info)
+        for vi in values
+        for d in vi.type.tensor_type.shape.dim
+        if d.dim_param
+    }
 
 
 def _type_and_dims(tp: onnx.TypeProto) -> tuple:
