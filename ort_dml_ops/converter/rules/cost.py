@@ -40,10 +40,10 @@ SCATTER_PASSES = {
     # its kernels; add writes data − the unpooled negated sums (scatter_lean.py)
     "add": (34.5, 48.7),
     "mul": (42.8, 79.6),
-    # the sort-based folds (scatter_lean.py): three sorts for float max / min, two for integers,
-    # one sort and one CumSum for integer add
-    "max": (49.5, 54.5),
-    "min": (49.5, 54.5),
+    # the sort-based folds (scatter_lean.py): three sorts and a prefix count for float max /
+    # min, two sorts for integers, one sort and one CumSum for integer add
+    "max": (39.5, 43.8),
+    "min": (39.5, 43.8),
     "int_max_min": (20.3, 23.3),
     "int_add": (28.5, 32.5),
     # integer mul: block folds by halving Muls (blocksum.INTEGER_PRODUCT) — three times the
@@ -68,10 +68,10 @@ WEBGPU_CLEAN_SCATTER_PASSES = {
     "none": (14.3, 14.3),
     "add": (36.5, 48.7),
     "mul": (42.8, 77.6),
-    # float max / min: four sorts (scatter_clean.sorted_max_min), the value sort's keys padded
+    # float max / min: three sorts (scatter_clean.sorted_max_min), the value sort's keys padded
     # to a power of two (ORT's WebGPU TopK pads with ∓max itself: `_padded_to_power_of_two`)
-    "max": (51.3, 53.3),
-    "min": (51.3, 53.3),
+    "max": (39.0, 39.0),
+    "min": (39.0, 39.0),
 }
 WEBGPU_CLEAN_SCATTER_COPIES = 1
 #: the blocked Mul / Add scans (CumProd, WebGPU's CumSum) at [1000, 1000] float32, every kernel
@@ -95,8 +95,8 @@ SCATTER_KERNELS = {
     "none": (11, 18),
     "add": (47, 64),
     "mul": (50, 68),
-    "max": (53, 59),
-    "min": (53, 59),
+    "max": (39, 45),
+    "min": (39, 45),
     "int_max_min": (21, 25),
     "int_add": (31, 36),
     "int_mul": (78, 107),
@@ -106,8 +106,8 @@ WEBGPU_CLEAN_SCATTER_KERNELS = {
     "none": (13, 16),
     "add": (45, 63),
     "mul": (46, 64),
-    "max": (48, 54),
-    "min": (48, 54),
+    "max": (37, 40),
+    "min": (37, 40),
 }
 
 

@@ -35,7 +35,7 @@ import onnx_ir as ir
 
 from . import blocksum, sizes
 from .emitter import Emitter
-from .scatter_lean import not_last
+from .scatter_lean import choose, not_last, previous
 from .sizes import Size
 
 #: targets that take this variant
@@ -153,17 +153,14 @@ def sorted_max_min(
 ) -> ir.Value:
     """ORT's sequential float max / min by sorts, bit for bit, in the plugin's kernels: the
     construction of `scatter_lean.float_max_min` (its docstring gives the rule) with float32
-    keys, `x == x` for IsNaN, ScatterElements for MaxUnpool and a bit-copying pick for the data
-    rule — tens of kernels where the sequential scan took three hundred.
+    keys, `x == x` for IsNaN and ScatterElements for MaxUnpool.
 
-    1. each run's last NaN: a stable sort by NaN flag, then one by position, ends each run with
-       its last NaN if it has one; its update index (in the row: a run's updates share one row,
-       in update order) is written at the run's position, −1 elsewhere;
-    2. updates after their run's last NaN keep their value as the key, the others ∓∞; a sort by
-       that key, then a stable one by position, ends each run with its winner;
-    3. the data is kept where no update lands, or where the run has no NaN and it compares
-       strictly greater (smaller) than the winner."""
-    f32 = ir.DataType.FLOAT
+    1. a stable sort by position lists each run in update order; the data folds into each run's
+       first update (one strict compare, a bit-copying pick);
+    2. groups start at each run's first update and at each NaN, numbered by a prefix count
+       (float32: exact, K < 2^24 is guarded);
+    3. NaNs get the key ∓∞, the others their value; a sort by that key, then a stable one by
+       group, ends each run with its winner, which is written at the run's position."""
 
     def sort(
         k: ir.Value, largest: bool = False, any_value: bool = False
@@ -182,74 +179,52 @@ def sorted_max_min(
         )
 
     def take(x: ir.Value, perm: ir.Value) -> ir.Value:
-        return e.op("GatherElements", x, perm, axis=0 if row is None else 1)
+        """x (1-D) in a sort's order, 1-D."""
+        if row is None:
+            return e.take(x, perm)
+        rows = e.reshape(x, sizes.concat(e, [-1, row]))
+        return e.reshape(e.op("GatherElements", rows, perm, axis=1), [-1])
 
     def flat1(x: ir.Value) -> ir.Value:
         return x if row is None else e.reshape(x, [-1])
 
-    nan = e.cast(e.op("Not", e.op("Equal", vals, vals)), f32)
-    if row is None:
-        order = sizes.iota(e, K, np.float32)
-    else:
-        order = e.op(
-            "Expand",
-            e.reshape(sizes.iota(e, row, np.float32), [1, -1]),
-            sizes.shape_tensor(e, keys) if keys.shape else e.op("Shape", keys),
-        )
-    # 1. each run's last NaN (stable sorts: NaN flag, then position)
-    _, by_nan = sort(nan)
-    _, by_pos = sort(take(keys, by_nan))
-    pos1 = flat1(take(take(keys, by_nan), by_pos))
-    nan1 = flat1(take(take(nan, by_nan), by_pos))
-    index1 = flat1(take(take(order, by_nan), by_pos))
-    m = sizes.on_device(e, M, np.float32)
-    last_nan = e.op(
-        "Where",
-        e.op("Greater", nan1, e.const(np.float32(0.5))),
-        index1,
-        e.const(np.float32(-1)),
-    )
-    unset = e.op(
-        "Expand",
-        e.const(np.asarray([-1], np.float32)),
-        sizes.concat(e, [sizes.add(e, M, 1)]),
-    )
-    target1 = e.cast(
-        e.op("Where", not_last(e, pos1, np.float32), m, pos1), ir.DataType.INT32
-    )
-    last_nan_at = e.op("ScatterElements", unset, target1, last_nan, axis=0)  # [M + 1]
-    # 2. updates after their run's last NaN keep their value as the key, the others ∓∞
-    pos_int = e.cast(keys, ir.DataType.INT32)
-    after = e.op(
-        "Greater",
-        order,
-        e.reshape(
-            e.take(last_nan_at, e.reshape(pos_int, [-1])),
-            sizes.shape_tensor(e, keys) if keys.shape else e.op("Shape", keys),
-        ),
-    )
-    far = e.const(np.asarray(-np.inf if red == "max" else np.inf, dtype=dt.numpy()))
-    _, by_key = sort(
-        e.op("Where", after, vals, far), largest=red == "min", any_value=True
-    )
-    sk3, by_pos3 = sort(take(keys, by_key))
-    spos = flat1(sk3)
-    winner = flat1(take(take(vals, by_key), by_pos3))
-    # 3. the data: kept where no update lands, or where the run has no NaN and it compares
-    # strictly greater (smaller) than the winner; picked by a gather (bits: NaN payloads, −0.0)
-    padded = _padded(e, flat, dt)
-    at = e.cast(spos, ir.DataType.INT32)
-    data = e.take(padded, at)
-    no_nan = e.op("Less", e.take(last_nan_at, at), e.const(np.float32(0)))
+    # 1. runs in update order; the data folds into each run's first update
+    sk, by_pos = sort(keys)
+    spos = flat1(sk)
+    svals = take(flat1(vals), by_pos)
+    d = e.take(flat, e.cast(spos, ir.DataType.INT32))
+    # a run starts where the position changes (rows moved by `rows_of` need not ascend from
+    # one row to the next, but their positions are disjoint)
+    same_run = e.op("Equal", spos, previous(e, spos, K, np.float32))
+    first = e.op("Not", same_run)
     compare = "Greater" if red == "max" else "Less"
-    keep = e.op("And", no_nan, e.op(compare, data, winner))
-    pairs = e.op("Concat", e.reshape(winner, [-1, 1]), e.reshape(data, [-1, 1]), axis=1)
-    column = e.reshape(e.cast(keep, ir.DataType.INT32), [-1, 1])
-    result = e.reshape(e.op("GatherElements", pairs, column, axis=1), [-1])
-    target = e.cast(
-        e.op("Where", not_last(e, spos, np.float32), m, spos), ir.DataType.INT32
+    items = choose(e, svals, d, e.op("And", first, e.op(compare, d, svals)), K)
+    # 2. groups: from each run's first update and each NaN on (the plugin has no IsNaN and no
+    # Or: a group goes on where the update is not first and equals itself)
+    number = e.op("Equal", items, items)
+    goes_on = e.op("And", same_run, number)
+    group = e.op("CumSum", e.cast(e.op("Not", goes_on), ir.DataType.FLOAT), e.i32(0))
+    # 3. by key (min: descending), then stably by group: each run's winner comes last
+    far = e.const(np.asarray(-np.inf if red == "max" else np.inf, dtype=dt.numpy()))
+    by_key_keys = e.op("Where", number, items, far)
+    if row is not None:
+        by_key_keys = e.reshape(by_key_keys, sizes.concat(e, [-1, row]))
+    _, by_key = sort(by_key_keys, largest=red == "min", any_value=True)
+    group_keys = e.op(
+        "GatherElements",
+        group if row is None else e.reshape(group, sizes.concat(e, [-1, row])),
+        by_key,
+        axis=0 if row is None else 1,
     )
-    written = e.op("ScatterElements", padded, target, result, axis=0)
+    _, by_group = sort(group_keys)
+    # (two gathers each: the plugin's GatherElements takes no int64 data to compose the orders)
+    wpos = take(take(spos, by_key), by_group)
+    winners = take(take(items, by_key), by_group)
+    m = sizes.on_device(e, M, np.float32)
+    target = e.cast(
+        e.op("Where", not_last(e, wpos, np.float32), m, wpos), ir.DataType.INT32
+    )
+    written = e.op("ScatterElements", _padded(e, flat, dt), target, winners, axis=0)
     return e.op("Slice", written, e.i64([0]), sizes.tensor(e, M), e.i64([0]))
 
 

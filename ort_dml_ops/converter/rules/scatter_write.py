@@ -13,9 +13,11 @@ from .emitter import Emitter
 from .scatter_guard import MAX_SLOTS
 from .scatter_lean import (
     block_fold,
+    choose,
     float_max_min,
     integer_add,
     integer_max_min,
+    select_write,
     sort_by,
     take,
     unpool_slots,
@@ -49,16 +51,6 @@ def identity_of(red: str, dt: ir.DataType) -> np.ndarray:
         info = np.iinfo(np_dt)
         v = info.min if red == "max" else info.max
     return np.asarray([v], dtype=np_dt)
-
-
-def choose(e: Emitter, a: ir.Value, b: ir.Value, take_b: ir.Value, n: Size) -> ir.Value:
-    """Where(take_b, b, a) for 1-D a, b of n elements, copying bits: ONNX Runtime's CPU float
-    Where turns a selected −0.0 in its true branch into +0.0 (measured, 1.31), a gather copies
-    bits. One GatherElements from the [n, 2] pairs (a, b) at column Cast(take_b): four passes
-    (the pairs are two), where a Gather from [a; b] at Where(take_b, n + i, i) took five."""
-    pairs = e.op("Concat", e.reshape(a, [-1, 1]), e.reshape(b, [-1, 1]), axis=1)
-    column = e.reshape(e.cast(take_b, ir.DataType.INT32), [-1, 1])
-    return e.reshape(e.op("GatherElements", pairs, column, axis=1), [-1])
 
 
 def max_min_sequential(
@@ -251,33 +243,10 @@ def scatter_flat(
         A = unpool_slots(e, target, K, M)
         contrib = e.take(scanned, e.cast(A, ir.DataType.INT32))
         return e.op(op, flat, contrib)
-    # float max / min and none: a Gather from [data; results] (no float Where: it would turn
-    # -0.0 into +0.0) at M + (result index) where an update lands, at m where none does
-    if isinstance(M, int) and isinstance(K, int) and M + K + 1 < 2**24:
-        # the slots numbered from M on are their own Gather index (sorted update i at M + i,
-        # M + 1 + i with the lead item): 0 where no update lands, and Max with m, which is
-        # below M, picks m there and the slot elsewhere — exact in float32 below 2^24
-        B = unpool_slots(e, target, K, M, start=M + lead, dummy=red != "none")
-        idx = e.op("Max", B, sizes.iota(e, M, np.float32))
-        source = e.op("Concat", flat, result, axis=0)
-        return e.take(source, e.cast(idx, ir.DataType.INT32))
-    # sizes known at run time (or past float32's integers): slot A >= 1 is result A − 1, or
-    # result A where the results have the lead item. So the results come first, behind one
-    # dummy item where they have no lead, and A itself is the index; the data follows, at
-    # m + R (R = the items before it, a size on the CPU): Where(A > 0, A, m + R), int32 indices
-    # (K < 2^24 and M + K + WRITE_SLACK < 2^31 guarded: a float -> int32 Cast, never a 64-bit
-    # one). No device-side offset to add to A (a Range and an Add where the data came first).
-    A = unpool_slots(e, target, K, M)
-    mark = e.op("Greater", A, e.const(np.float32(0)))
-    head = [result] if lead else [e.const(np.zeros(1, dtype=dt.numpy())), result]
-    R = sizes.add(e, result_length, 1 - lead)
-    idx = e.op(
-        "Where",
-        mark,
-        e.cast(A, ir.DataType.INT32),
-        sizes.iota(e, M, np.int32, start=R),
+    # float max / min and none: the results, or the data where no update lands
+    return select_write(
+        e, flat, result, target, K, M, dt, lead, result_length, dummy=red != "none"
     )
-    return e.take(e.op("Concat", *head, flat, axis=0), idx)
 
 
 #: integer types the DML EP's CumSum takes (dml kernel table): the prefix-sum add
