@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import onnx_ir as ir
 
 from . import sizes
@@ -200,13 +201,49 @@ def hillis_steele(
     `ident` in at one end, the width clipped to n, so the steps never pad more than the axis
     holds (`shift`)."""
     y = x
-    for k in range(steps):
-        y = e.op(
-            op, y, shift(e, y, 2**k, n, axis, rank, ident, reverse, dtype), dtype=dtype
-        )
+    if isinstance(n, int) or steps < 2:
+        for k in range(steps):
+            y = e.op(
+                op,
+                y,
+                shift(e, y, 2**k, n, axis, rank, ident, reverse, dtype),
+                dtype=dtype,
+            )
+    else:
+        for pads, bounds in run_time_shifts(e, n, steps, axis, rank, reverse):
+            moved = e.pad(y, pads, ident)
+            if bounds is not None:
+                moved = e.op("Slice", moved, *bounds, e.i64([axis]), dtype=dtype)
+            y = e.op(op, y, moved, dtype=dtype)
     if exclusive:
         y = shift(e, y, 1, n, axis, rank, ident, reverse, dtype)
     return y
+
+
+def run_time_shifts(
+    e: Emitter, n: ir.Value, steps: int, axis: int, rank: int, reverse: bool
+) -> list[tuple[ir.Value, tuple[ir.Value, ir.Value] | None]]:
+    """The pads of `shift` by 1, 2, 4, … 2^(steps − 1) along `axis` for a run-time length n (a
+    [1] int64), and the Slice bounds that follow each Pad where the target's Pad cannot crop
+    (None where it can): every width min(2^k, n) at once, one Min, one Mul by the pads' pattern
+    and one Split on the CPU, where a width, a negation and a Concat per step made three nodes
+    each (93 of a 31-step scan: every one a node ONNX Runtime builds at session creation)."""
+    widths = e.op("Min", e.i64([2**k for k in range(steps)]), n)  # [steps]
+    into = rank + axis if reverse else axis
+    pattern = np.zeros((1, 2 * rank), dtype=np.int64)
+    pattern[0, into] = 1
+    cropping = crops(e, reverse)
+    if cropping:  # in at one end and out at the other
+        pattern[0, axis if reverse else rank + axis] = -1
+    all_pads = e.op("Mul", e.reshape(widths, [-1, 1]), e.const(pattern))
+    pads = e.split(e.reshape(all_pads, [-1]), [2 * rank] * steps, 0)
+    if cropping:
+        return [(p, None) for p in pads]
+    if not reverse:  # the first n of each padded axis
+        return [(p, (e.i64([0]), n)) for p in pads]
+    starts = e.split(widths, [1] * steps, 0)
+    ends = e.split(e.op("Add", widths, n), [1] * steps, 0)
+    return [(p, (s, t)) for p, s, t in zip(pads, starts, ends)]
 
 
 def crops(e: Emitter, reverse: bool = False) -> bool:
