@@ -76,11 +76,11 @@ def scan_symbolic(
     P = sizes.product(e, dims[:axis])
     I = sizes.product(e, dims[axis + 1 :])
     n = dims[axis]
-    view = e.reshape(x, sizes.concat(e, [P, n, I]))
+    view = e.reshape(x, sizes.view(e, [P, n, I]))
     y = _radix_symbolic(
         e, view, P, n, I, op, exclusive, reverse, dtype, b, levels, DYN_STEPS
     )
-    y = e.reshape(y, sizes.shape_tensor(e, x))
+    y = e.reshape(y, sizes.view(e, sizes.dims(e, x)))
     hs = max(0, DYN_STEPS - levels * int(math.log2(b)))
     note = (
         f"symbolic axis length: {levels} levels of blocks of {b}, then {hs} doubling steps on the "
@@ -112,10 +112,10 @@ def _radix_symbolic(
     pads = sizes.concat(e, [0, pad, 0, 0, 0, 0] if reverse else [0, 0, 0, 0, pad, 0])
     x = e.op("Pad", x, pads, fill, mode="constant")
     rows = sizes.mul(e, P, m)
-    cols = e.split(e.reshape(x, sizes.concat(e, [rows, b, I])), [1] * b, 1)
+    cols = e.split(e.reshape(x, sizes.view(e, [rows, b, I])), [1] * b, 1)
     order = list(range(b - 1, -1, -1)) if reverse else list(range(b))
     within = links(e, cols, order, op, dtype)
-    totals = e.reshape(within[order[-1]], sizes.concat(e, [P, m, I]))
+    totals = e.reshape(within[order[-1]], sizes.view(e, [P, m, I]))
     prefix = _radix_symbolic(
         e,
         totals,
@@ -130,10 +130,10 @@ def _radix_symbolic(
         levels - 1,
         bits - int(math.log2(b)),
     )
-    prefix = e.reshape(prefix, sizes.concat(e, [rows, 1, I]))
+    prefix = e.reshape(prefix, sizes.view(e, [rows, 1, I]))
     y = e.reshape(
         with_prefix(e, prefix, within, order, op, exclusive, dtype),
-        sizes.concat(e, [P, sizes.mul(e, m, b), I]),
+        sizes.view(e, [P, sizes.mul(e, m, b), I]),
     )
     start = pad if reverse else 0
     return e.op(

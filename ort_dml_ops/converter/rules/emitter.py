@@ -43,6 +43,7 @@ class Emitter:
         # tuple of ints -> the value `i64` made of it (the same as `_consts` holds)
         self._ops, self._consts, self._attrs, self._i64 = shared
         self._keys: list = []  # the memo keys of the nodes this emitter made (see done)
+        self._made_consts: list[ir.Value] = []  # the initializers it made (see done)
 
     # -- plumbing -------------------------------------------------------------------------
     def op(
@@ -127,6 +128,7 @@ class Emitter:
             v.dtype = ir.DataType.from_numpy(arr.dtype)
             v.shape = ir.Shape(list(arr.shape))
             graph.register_initializer(v)
+            self._made_consts.append(v)
             return v
         return self.op(
             "Constant",
@@ -269,7 +271,27 @@ class Emitter:
                 ):
                     del self._ops[key]
             self.nodes = [n for n in self.nodes if id(n) in alive]
+            self._drop_unread_consts(outputs, keep)
         return Rewrite(self.nodes, list(outputs), note)
+
+    def _drop_unread_consts(
+        self, outputs: Sequence[ir.Value], keep: Sequence[ir.Value | None]
+    ) -> None:
+        """Take out of the graph (and the shared memo) the initializers this emitter made that
+        only dropped nodes read: ONNX Runtime would warn about each and remove it."""
+        read = {id(i) for n in self.nodes for i in n.inputs if i is not None}
+        read |= {id(v) for v in (*outputs, *keep) if v is not None}
+        unread = [v for v in self._made_consts if id(v) not in read]
+        if not unread or not isinstance(self.ctx.graph, ir.Graph):
+            return
+        gone = {id(v) for v in unread}
+        for v in unread:
+            assert v.name is not None  # _new_const names every initializer
+            self.ctx.graph.initializers.pop(v.name)
+        for memo in (self._consts, self._i64):
+            for key in [k for k, v in memo.items() if id(v) in gone]:
+                del memo[key]
+        self._made_consts = [v for v in self._made_consts if id(v) not in gone]
 
 
 def _first(pair: tuple) -> Any:

@@ -160,7 +160,8 @@ class ScatterLowering(Rule):
         red = attr_str(node, "reduction", "none")
         idims = sizes.dims(e, indices)
         shape_ok: ir.Value | None
-        if data.shape is None or updates.shape is None:  # ScatterND only (check)
+        shape_by_rank = data.shape is None or updates.shape is None
+        if shape_by_rank:  # ScatterND only (check)
             ddims, shape_ok = _runtime_rank_dims(e, data, indices, updates, idims)
         else:
             ddims = sizes.dims(e, data)
@@ -191,8 +192,12 @@ class ScatterLowering(Rule):
             # updates that do not match the indices fail here, before any node mixes the two
             # (the graph's guard would fail the run too, but later and by a broadcast error)
             updates = checked_updates(e, updates, shape_ok)
-        flat = e.reshape(data, [-1])
         M = sizes.product(e, ddims)
+        # known 1-D, so that every gather reads this value itself, not a view of it: data that
+        # comes from the CPU (an exporter's ConstantOfShape) is then copied to the device once
+        flat = e.op(
+            "Reshape", data, e.i64([-1]), shape=[M if isinstance(M, int) else None]
+        )
         idx = (
             e.cast(indices, ir.DataType.INT64)
             if indices.dtype != ir.DataType.INT64
@@ -279,8 +284,14 @@ class ScatterLowering(Rule):
                 block=min(BLOCK, width),
                 row=row,
             )
-        shape = zeros_inferred(e, sizes.shape_tensor(e, data))
-        y = e.reshape(out, shape, zeros_mapped=True)
+        # the output takes the data's shape: a constant target where only one of its dims is
+        # symbolic (ddims are the data's own dims unless its rank is known only at run time)
+        static = None if shape_by_rank else sizes.static_view(ddims)
+        y = (
+            e.reshape(out, static)
+            if static is not None
+            else e.reshape(out, zeros_inferred(e, sizes.shape_tensor(e, data)), True)
+        )
         note = f"{_show(K)} updates into {_show(M)} elements; reduction {red}"
         if clean:
             note += "; WebGPU-clean variant (float32 sort keys, ScatterElements write)"

@@ -77,6 +77,25 @@ def concat(e: Emitter, parts: list[Size]) -> ir.Value:
     return e.op("Concat", *[tensor(e, p) for p in parts], axis=0)
 
 
+def view(e: Emitter, parts: list[Size]) -> list[int] | ir.Value:
+    """The target of a Reshape to these sizes: `static_view`'s list where there is one, else a
+    shape tensor (`concat`)."""
+    static = static_view(parts)
+    return static if static is not None else concat(e, parts)
+
+
+def static_view(parts: list[Size]) -> list[int] | None:
+    """A constant Reshape target for these sizes where at most one is known only at run time and
+    every other is a positive int: that one becomes −1, which Reshape infers exactly, 0
+    included, from the element count. None otherwise. A constant target is no node at all; a
+    run-time one is a Concat (or a Shape), and an Equal and a Where that map its zeros
+    (`emitter.zeros_inferred`), all on the CPU and all built at session creation."""
+    run_time = [p for p in parts if not isinstance(p, int)]
+    if len(run_time) <= 1 and all(p > 0 for p in parts if isinstance(p, int)):
+        return [p if isinstance(p, int) else -1 for p in parts]
+    return None
+
+
 def _binary(e: Emitter, op: str, a: Size, b: Size, py) -> Size:
     if isinstance(a, int) and isinstance(b, int):
         return py(a, b)

@@ -274,7 +274,7 @@ def test_symbolic_axis_one_model_every_length(layout, exclusive, reverse):
     (node,) = r.report.nodes
     assert node.action == "lowered" and "symbolic axis length" in node.note
     rng = np.random.default_rng(exclusive * 2 + reverse)
-    for n in (1, 2, 3, 4, 5, 15, 16, 17, 63, 64, 65, 255, 256, 257, 1000, 4099):
+    for n in (0, 1, 2, 3, 4, 5, 15, 16, 17, 63, 64, 65, 255, 256, 257, 1000, 4099):
         x = rng.integers(-3, 4, [n, 6] if layout == "inner" else [2, n]).astype(
             np.int64
         )
@@ -300,3 +300,46 @@ def test_symbolic_axis_node_count_is_fixed_and_far_below_31_full_steps():
     )
     nodes2 = len(convert(m2, "dml", strategy="lower").model.graph.node)
     assert nodes < 400 and nodes2 < 400, (nodes, nodes2)
+
+
+def _symbolic(shape, axis):
+    return single_op(
+        "CumProd",
+        [("x", np.float32, shape)],
+        opset=17,
+        domain=DOMAIN,
+        inits={"axis": np.array(axis, np.int64)},
+    )
+
+
+@pytest.mark.parametrize("target", ["dml", "webgpu"])
+def test_symbolic_doubling_steps_share_one_host_computation(target):
+    """Every dim symbolic: 31 doubling steps on x, whose pads all come from one Min, one Mul and
+    one Split on the host (`run_time_shifts`), not a width, a negation and a Concat per step:
+    at most 12 nodes besides the steps' Pads and ops (and their Slices where DML cannot crop),
+    where there were 94."""
+    for exclusive, reverse in [(0, 0), (1, 1)]:
+        m = cumprod_model(["A", "B"], 1, exclusive, reverse)
+        converted = convert(m, target, strategy="lower").model
+        graph = converted.graph
+        steps = sum(n.op_type in ("Pad", "Mul", "Slice") for n in graph.node)
+        assert len(graph.node) - steps <= 12, [n.op_type for n in graph.node]
+        rng = np.random.default_rng(0)
+        for shape in ([3, 70], [0, 4], [2, 0], [1, 1]):
+            x = rng.integers(-2, 3, shape).astype(np.float32)
+            (y,) = run_cpu(converted, {"x": x})
+            np.testing.assert_array_equal(y, ref_cumprod(x, 1, exclusive, reverse))
+
+
+@pytest.mark.parametrize("target", ["dml", "webgpu"])
+def test_symbolic_axis_views_need_no_shape_computation(target):
+    """Only the axis symbolic, the other dims static: every view of the blocked scan is a
+    constant target with −1 in the axis's place (`sizes.view`), so no Equal / Where mapping a
+    run-time 0 is left (18 pairs and their Concats in ddpm_alphas_cumprod's scan); and no
+    initializer goes unread (the sizes a view no longer needs are dropped with their
+    constants). Exact at every length, 0 included."""
+    for shape, axis in (([1, "L"], 1), ([2, 3, "L"], 2), (["L", 6], 0)):
+        graph = convert(_symbolic(shape, axis), target, strategy="lower").model.graph
+        assert not {n.op_type for n in graph.node} & {"Equal", "Where"}
+        read = {i for n in graph.node for i in n.input}
+        assert [i.name for i in graph.initializer if i.name not in read] == []
