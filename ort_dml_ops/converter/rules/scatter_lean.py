@@ -403,9 +403,9 @@ def select_write(
     dummy: bool = True,
 ) -> ir.Value:
     """The data with `result`'s item at each position `target` names (M: the dummy, nothing
-    written), bits copied; `dt`: the data's type. `lead`: 1 where `result` starts with the scan's lead item
-    (`scatter_write.with_lead`), its length then `result_length`; `dummy`: whether any target
-    is the dummy M."""
+    written), bits copied; `dt`: the data's type. `lead`: 1 where `result` starts with the
+    scan's lead item (`scatter_write.with_lead`), its length then `result_length`; `dummy`:
+    whether any target is the dummy M."""
     if result_length is None:
         result_length = K
     # float max / min and none: a Gather from [data; results] (no float Where: it would turn
