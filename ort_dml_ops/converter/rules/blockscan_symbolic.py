@@ -80,7 +80,7 @@ def scan_symbolic(
     y = _radix_symbolic(
         e, view, P, n, I, op, exclusive, reverse, dtype, b, levels, DYN_STEPS
     )
-    y = e.reshape(y, sizes.view(e, sizes.dims(e, x)))
+    y = e.reshape(y, sizes.shape_target(e, x))
     hs = max(0, DYN_STEPS - levels * int(math.log2(b)))
     note = (
         f"symbolic axis length: {levels} levels of blocks of {b}, then {hs} doubling steps on the "

@@ -63,7 +63,7 @@ from ._base import (
     attr_str,
     constant_of_shape_fill,
 )
-from .emitter import Emitter, zeros_inferred
+from .emitter import Emitter
 from .scatter_guard import (
     MAX_SLOTS,
     WRITE_SLACK,
@@ -160,8 +160,7 @@ class ScatterLowering(Rule):
         red = attr_str(node, "reduction", "none")
         idims = sizes.dims(e, indices)
         shape_ok: ir.Value | None
-        shape_by_rank = data.shape is None or updates.shape is None
-        if shape_by_rank:  # ScatterND only (check)
+        if data.shape is None or updates.shape is None:  # ScatterND only (check)
             ddims, shape_ok = _runtime_rank_dims(e, data, indices, updates, idims)
         else:
             ddims = sizes.dims(e, data)
@@ -284,14 +283,8 @@ class ScatterLowering(Rule):
                 block=min(BLOCK, width),
                 row=row,
             )
-        # the output takes the data's shape: a constant target where only one of its dims is
-        # symbolic (ddims are the data's own dims unless its rank is known only at run time)
-        static = None if shape_by_rank else sizes.static_view(ddims)
-        y = (
-            e.reshape(out, static)
-            if static is not None
-            else e.reshape(out, zeros_inferred(e, sizes.shape_tensor(e, data)), True)
-        )
+        # the output takes the data's shape: a constant target where only one dim is symbolic
+        y = e.reshape(out, sizes.shape_target(e, data))
         note = f"{_show(K)} updates into {_show(M)} elements; reduction {red}"
         if clean:
             note += "; WebGPU-clean variant (float32 sort keys, ScatterElements write)"

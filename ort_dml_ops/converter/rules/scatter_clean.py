@@ -35,7 +35,7 @@ import onnx_ir as ir
 
 from . import blocksum, sizes
 from .emitter import Emitter
-from .scatter_lean import choose, not_last, previous
+from .scatter_lean import choose, not_last, previous, take
 from .sizes import Size
 
 #: targets that take this variant
@@ -178,20 +178,13 @@ def sorted_max_min(
             axis=axis,
         )
 
-    def take(x: ir.Value, perm: ir.Value) -> ir.Value:
-        """x (1-D) in a sort's order, 1-D."""
-        if row is None:
-            return e.take(x, perm)
-        rows = e.reshape(x, sizes.concat(e, [-1, row]))
-        return e.reshape(e.op("GatherElements", rows, perm, axis=1), [-1])
-
     def flat1(x: ir.Value) -> ir.Value:
         return x if row is None else e.reshape(x, [-1])
 
     # 1. runs in update order; the data folds into each run's first update
     sk, by_pos = sort(keys)
     spos = flat1(sk)
-    svals = take(flat1(vals), by_pos)
+    svals = take(e, flat1(vals), by_pos, row)
     d = e.take(flat, e.cast(spos, ir.DataType.INT32))
     # a run starts where the position changes (rows moved by `rows_of` need not ascend from
     # one row to the next, but their positions are disjoint)
@@ -218,8 +211,8 @@ def sorted_max_min(
     )
     _, by_group = sort(group_keys)
     # (two gathers each: the plugin's GatherElements takes no int64 data to compose the orders)
-    wpos = take(take(spos, by_key), by_group)
-    winners = take(take(items, by_key), by_group)
+    wpos = take(e, take(e, spos, by_key, row), by_group, row)
+    winners = take(e, take(e, items, by_key, row), by_group, row)
     m = sizes.on_device(e, M, np.float32)
     target = e.cast(
         e.op("Where", not_last(e, wpos, np.float32), m, wpos), ir.DataType.INT32

@@ -84,8 +84,16 @@ def view(e: Emitter, parts: list[Size]) -> list[int] | ir.Value:
     return static if static is not None else concat(e, parts)
 
 
-def static_view(parts: list[Size]) -> list[int] | None:
-    """A constant Reshape target for these sizes where at most one is known only at run time and
+def shape_target(e: Emitter, v: ir.Value) -> list[int] | ir.Value:
+    """The Reshape target that gives v's own shape back: `static_view` of its dims where there
+    is one (no node), else its shape tensor (one Shape)."""
+    static = None if v.shape is None else static_view(list(v.shape))
+    return static if static is not None else shape_tensor(e, v)
+
+
+def static_view(parts: list) -> list[int] | None:
+    """A constant Reshape target for these sizes (`Size`s, or a shape's dims: an int where known)
+    where at most one is known only at run time and
     every other is a positive int: that one becomes −1, which Reshape infers exactly, 0
     included, from the element count. None otherwise. A constant target is no node at all; a
     run-time one is a Concat (or a Shape), and an Equal and a Where that map its zeros
