@@ -321,4 +321,24 @@ def zeros_inferred(e: Emitter, shape: ir.Value) -> ir.Value:
     if const is not None:
         arr = np.where(const == 0, -1, const).astype(np.int64)
         return shape if np.array_equal(arr, const) else e.const(arr)
+    if never_zero(shape):
+        return shape
     return e.op("Where", e.op("Equal", shape, e.i64(0)), e.i64(-1), shape)
+
+
+def never_zero(v: ir.Value) -> bool:
+    """Whether no element of the int64 tensor v can be 0, as its nodes show: a constant without
+    one, Max(x, c) with every c ≥ 1 (a row length `Max(n, 1)`), or a Concat of such parts.
+    Then `zeros_inferred` has nothing to map (the `[-1, row]` views of the lowered scatter)."""
+    const = const_array(v)
+    if const is not None:
+        return bool(np.all(const != 0))
+    node = v.producer()
+    if node is None or node.domain != "":
+        return False
+    if node.op_type == "Concat":
+        return all(i is not None and never_zero(i) for i in node.inputs)
+    if node.op_type == "Max":
+        bounds = [const_array(i) for i in node.inputs if i is not None]
+        return any(c is not None and bool(np.all(c >= 1)) for c in bounds)
+    return False

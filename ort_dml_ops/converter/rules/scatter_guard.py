@@ -335,12 +335,23 @@ def _guard_output(e: Emitter, out: ir.Value, ok: ir.Value) -> ir.Value:
     # memo), where Shape nodes ORT folds to equal constants would leave it two Wheres that its
     # CommonSubexpressionElimination does not merge (measured on the lane)
     static = [d for d in dims if isinstance(d, int)]
+    node = out.producer()
     if out.shape is not None and len(static) == len(dims):
         shape = e.i64(static)
+    elif dims and _single_reshape(node):
+        # out = Reshape(src, target) with src computed by a non-view: Reshape(src, target)
+        # gives out's shape again, so the target serves as is (no Shape of out, and no Equal
+        # and Where to map its zeros: the lowered scatter's output reshape, every time)
+        assert (
+            node is not None
+            and node.inputs[0] is not None
+            and node.inputs[1] is not None
+        )
+        node.meta[_BYPASSED] = True
+        return _checked(e, out, node.inputs[0], node.inputs[1], ok)
     else:
         shape = e.op("Shape", out)
     src, mapped = out, shape
-    node = src.producer()
     while node is not None and node.op_type in _VIEW_OPS and node.domain == "":
         # the same elements in the same order: reshape the source itself; a 0 in the output's
         # shape cannot be copied from a source of another rank (`zeros_inferred`)
@@ -348,6 +359,28 @@ def _guard_output(e: Emitter, out: ir.Value, ok: ir.Value) -> ir.Value:
         node.meta[_BYPASSED] = True
         src, node = node.inputs[0], node.inputs[0].producer()
         mapped = zeros_inferred(e, shape)
+    return _checked(e, out, src, mapped, ok)
+
+
+def _single_reshape(node: ir.Node | None) -> bool:
+    """Whether `node` is a Reshape (no allowzero) of a value no view computes."""
+    if node is None or node.op_type != "Reshape" or node.domain != "":
+        return False
+    allowzero = node.attributes.get("allowzero")
+    if allowzero is not None and allowzero.as_int() != 0:
+        return False
+    data = node.inputs[0]
+    if data is None or len(node.inputs) < 2 or node.inputs[1] is None:
+        return False
+    source = data.producer()
+    return source is None or not (source.op_type in _VIEW_OPS and source.domain == "")
+
+
+def _checked(
+    e: Emitter, out: ir.Value, src: ir.Value, mapped: ir.Value, ok: ir.Value
+) -> ir.Value:
+    """`out` again, computed as Reshape(src, mapped) where `ok`, failing the run elsewhere: the
+    graph output's new value, under its name."""
     rank = len(out.shape) if out.shape is not None else None
     if rank:
         bad = e.i64([BAD_DIM] * rank)

@@ -74,7 +74,44 @@ def concat(e: Emitter, parts: list[Size]) -> ir.Value:
     """A 1-D shape tensor from sizes (one initializer when all are static)."""
     if all(isinstance(p, int) for p in parts):
         return e.i64([int(p) for p in parts])  # type: ignore[arg-type]
-    return e.op("Concat", *[tensor(e, p) for p in parts], axis=0)
+    if len(parts) == 1:
+        assert isinstance(parts[0], ir.Value)
+        return parts[0]
+    whole = _whole_shape(parts)
+    return (
+        whole
+        if whole is not None
+        else e.op("Concat", *[tensor(e, p) for p in parts], axis=0)
+    )
+
+
+def _whole_shape(parts: list[Size]) -> ir.Value | None:
+    """The Shape S where `parts` are Gather(S, [0]) … Gather(S, [r − 1]) of all r dims, in order
+    (`dims`' run-time sizes): concatenated, they are S itself."""
+    source = None
+    for d, p in enumerate(parts):
+        node = p.producer() if isinstance(p, ir.Value) else None
+        if node is None or node.op_type != "Gather" or node.domain != "":
+            return None
+        axis = node.attributes.get("axis")
+        index = node.inputs[1].const_value if node.inputs[1] is not None else None
+        if (axis is not None and axis.as_int() != 0) or index is None:
+            return None
+        if index.numpy().tolist() != [d] or (
+            source is not None and node.inputs[0] is not source
+        ):
+            return None
+        source = node.inputs[0]
+    shape = source.producer() if source is not None else None
+    if shape is None or shape.op_type != "Shape" or shape.domain != "":
+        return None
+    start, end = shape.attributes.get("start"), shape.attributes.get("end")
+    data = shape.inputs[0]
+    if end is not None or (start is not None and start.as_int() != 0):
+        return None
+    if data is None or data.shape is None or len(data.shape) != len(parts):
+        return None
+    return source
 
 
 def view(e: Emitter, parts: list[Size]) -> list[int] | ir.Value:
@@ -119,15 +156,40 @@ def mul(e: Emitter, a: Size, b: Size) -> Size:
 
 
 def add(e: Emitter, a: Size, b: Size) -> Size:
-    if isinstance(b, int) and b == 0:
-        return a
+    if isinstance(a, int) and not isinstance(b, int):
+        a, b = b, a
+    if isinstance(b, int):
+        # (x + k) + b is x + (k + b): one Add of x, never a chain of them
+        base, k = offset(a)
+        if base is not None and k:
+            a, b = base, k + b
+        if b == 0:
+            return a
     return _binary(e, "Add", a, b, lambda x, y: x + y)
 
 
 def sub(e: Emitter, a: Size, b: Size) -> Size:
-    if isinstance(b, int) and b == 0:
-        return a
+    base_a, k_a = offset(a)
+    base_b, k_b = offset(b)
+    if base_a is base_b:  # (x + i) − (x + j) is i − j whatever x is: no node
+        return k_a - k_b
+    if isinstance(b, int):
+        return add(e, a, -b)
     return _binary(e, "Sub", a, b, lambda x, y: x - y)
+
+
+def offset(s: Size) -> tuple[ir.Value | None, int]:
+    """(x, k) where s is x + k for a constant k (`add`'s Add of a [1] initializer), (s, 0) for
+    any other run-time size, (None, s) for a static one."""
+    if isinstance(s, int):
+        return None, s
+    node = s.producer()
+    if node is not None and node.op_type == "Add" and node.domain == "":
+        for x, c in (node.inputs, reversed(node.inputs)):
+            k = c.const_value if c is not None else None
+            if x is not None and k is not None and k.numpy().shape == (1,):
+                return x, int(k.numpy()[0])
+    return s, 0
 
 
 def int_extreme(e: Emitter, op: str, a: ir.Value, b: ir.Value) -> ir.Value:

