@@ -216,7 +216,7 @@ def checked_updates(e: Emitter, updates: ir.Value, shape_ok: ir.Value) -> ir.Val
     rank = len(updates.shape) if updates.shape is not None else None
     if not rank:  # a 0-d (or run-time rank) updates tensor: the graph's guard alone
         return updates
-    shape = e.op("Shape", updates)
+    shape = sizes.shape_tensor(e, updates)  # the Shape its sizes read too, not another
     bad = e.i64([BAD_DIM] * rank)
     return _guard_reshape(e, updates, e.op("Where", shape_ok, shape, bad))
 
@@ -252,8 +252,10 @@ def guard_graph(e: Emitter, host_spelling: bool) -> list[ir.Node]:
     if not flags:
         return []
     host = None
-    checks = [c for d, _, _ in flags for c in d]
-    for _, h, _ in flags:
+    # scatters that share their indices and sizes share their checks (the emitter's memo):
+    # each is folded in once
+    checks = list({_identity(c): c for d, _, _ in flags for c in d}.values())
+    for h in {id(h): h for _, h, _ in flags if h is not None}.values():
         host = both(e, host, h, host_spelling)
     ok = None
     if len(checks) == 1 and checks[0].span is not None and not checks[0].ready:
@@ -281,6 +283,13 @@ def guard_graph(e: Emitter, host_spelling: bool) -> list[ir.Node]:
     if not guarded:  # nothing computed here reaches an output: the flags are unread
         e.nodes = []
     return e.nodes
+
+
+def _identity(check: IndexCheck) -> tuple:
+    """What makes two checks the same check: the same values (the emitter's memo gives
+    scatters of the same indices and sizes the same ones) and the same static sizes."""
+    values = (getattr(check, f.name) for f in dataclasses.fields(check))
+    return tuple(v if v is None or isinstance(v, int) else id(v) for v in values)
 
 
 def _downstream(graph, sources: list[ir.Node]) -> set[int]:

