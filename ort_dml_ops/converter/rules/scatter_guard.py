@@ -241,7 +241,8 @@ def guard_graph(e: Emitter, host_spelling: bool) -> list[ir.Node]:
     its span (`one_check_to_host`), several as overruns that meet in one ReduceMax on the device
     (`overrun`, `to_host`); the host flags join them there. Every graph output the graph computes is then passed through
     `Reshape(x, Where(ok, Shape(out), BAD_DIM))`, where x is the output before any view op
-    (`_VIEW_OPS`), so the guard cannot be fused away; Shape and Where are on the CPU, and a
+    (`_VIEW_OPS`), so the guard cannot be fused away (where out is one Reshape of x, that
+    Reshape's target stands for Shape(out)); Shape and Where are on the CPU, and a
     Reshape on a GPU EP is a view: no pass, no copy. Outputs that are graph inputs or
     initializers are left alone (nothing computed them), and so are outputs that no rewrite with
     a flag reaches (`_downstream`: their values are right either way). Guarding the outputs, not each scatter,
