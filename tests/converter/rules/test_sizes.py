@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import numpy as np
 import onnx_ir as ir
-import onnxruntime as ort
 import pytest
 
 from ort_dml_ops.converter.rules import sizes
 from ort_dml_ops.converter.rules._base import RewriteContext
 from ort_dml_ops.converter.rules.emitter import Emitter, zeros_inferred
+
+from ._util import run_cpu
 
 
 def _emitter(rank: int = 2) -> tuple[Emitter, ir.Graph, ir.Value]:
@@ -35,12 +36,8 @@ def _run(e: Emitter, graph: ir.Graph, outputs: dict[str, ir.Value], shape) -> di
         out.type = ir.TensorType(ir.DataType.INT64)
         graph.append(out.producer())
         graph.outputs.append(out)
-    model = ir.Model(graph, ir_version=9)
-    session = ort.InferenceSession(
-        ir.serde.serialize_model(model).SerializeToString(),
-        providers=["CPUExecutionProvider"],
-    )
-    got = session.run(None, {"x": np.zeros(shape, np.float32)})
+    model = ir.serde.serialize_model(ir.Model(graph, ir_version=9))
+    got = run_cpu(model, {"x": np.zeros(shape, np.float32)})
     return dict(zip(outputs, got))
 
 
