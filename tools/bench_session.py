@@ -51,23 +51,11 @@ def main(argv=None) -> int:
     p.add_argument("--only", default="", help="comma-separated model names")
     p.add_argument("--no-third-party", action="store_true")
     a = p.parse_args(argv)
-    from ort_dml_ops.bench.timing import interleaved, quiet_session_options
+    from ort_dml_ops.bench.budget import session_creator
+    from ort_dml_ops.bench.timing import interleaved
     from ort_dml_ops.conversion import convert
-    from ort_dml_ops.session import InferenceSession
 
     only = {n for n in a.only.split(",") if n}
-
-    def opener(model, reuse: bool):
-        # the project's session: models with its domain ops get their fallback kernels
-        def create():
-            options = quiet_session_options(
-                log_severity_level=3, enable_mem_reuse=reuse
-            )
-            return InferenceSession(
-                model, providers=["CPUExecutionProvider"], sess_options=options
-            )
-
-        return create
 
     print(
         f"{'MODEL':34s} {'NODES':>13s} {'SESSION ms (reuse on)':>24s} {'RATIO':>7s}"
@@ -82,7 +70,7 @@ def main(argv=None) -> int:
         if converted.SerializeToString() == model.SerializeToString():
             continue
         fns = {
-            f"{k}_{reuse}": opener(m, reuse == "on")
+            f"{k}_{reuse}": session_creator(m, enable_mem_reuse=reuse == "on")
             for k, m in (("orig", model), ("conv", converted))
             for reuse in ("on", "off")
         }

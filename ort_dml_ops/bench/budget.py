@@ -350,23 +350,21 @@ def _action(case: OpCase, target: str) -> str:
 # -- whole models ---------------------------------------------------------------------------------
 
 
-def session_creator(model: onnx.ModelProto) -> Callable[[], object]:
+def session_creator(model: onnx.ModelProto, **options) -> Callable[[], object]:
     """A callable that creates a CPU-EP session of `model`: plain onnxruntime, or, for a model
     with the project's domain ops, ort_dml_ops.InferenceSession (which registers their Python
-    fallback kernels: what a user of such a model pays)."""
+    fallback kernels: what a user of such a model pays). `options`: SessionOptions attributes
+    (tools/bench_session.py turns `enable_mem_reuse` off)."""
     from .. import fallback
     from ..session import InferenceSession
 
+    def so():
+        return quiet_session_options(log_severity_level=3, **options)
+
     if fallback.uses_fallback(model):
-        return lambda: InferenceSession(
-            model,
-            providers=[CPU],
-            sess_options=quiet_session_options(log_severity_level=3),
-        )
+        return lambda: InferenceSession(model, providers=[CPU], sess_options=so())
     data = model.SerializeToString()
-    return lambda: ort.InferenceSession(
-        data, quiet_session_options(log_severity_level=3), providers=[CPU]
-    )
+    return lambda: ort.InferenceSession(data, so(), providers=[CPU])
 
 
 @dataclasses.dataclass
