@@ -38,17 +38,10 @@ KNOWN_CPU: dict[str, dict[str, str]] = {}
 #: account for them (docs/inspect.md, "Known limits"). Every other file: none.
 NODE_LIST_GAPS: dict[str, tuple[int, int, str]] = {
     "piper/en_us_joe_medium": (
-        78,
-        87,
-        "the TransposeOptimizer's pushes through elementwise ops and Concat; ORT's shape "
-        "inference again after constant folding (one Concat shape it then fuses)",
+        3,
+        0,
+        "ORT's shape inference again after constant folding (one Concat shape it then fuses)",
     ),
-    "traceforge/span_decoder": (
-        14,
-        14,
-        "the TransposeOptimizer's Concat handler (a KV cache's Transposes pushed into a Concat)",
-    ),
-    "piper_tts/tashkeel": (19, 19, "the TransposeOptimizer's pushes (names and nodes)"),
 }
 
 

@@ -9,7 +9,7 @@
    (``reshape_fusion.py``: Concat-built shapes, contiguous reshapes),
    QDQPropagationTransformer (``qdq_propagation.py``), EnsureUniqueDQForNodeUnit
    (``qdq.py``) and the
-   TransposeOptimizer's Shape and Slice rules (``transpose_optimizer.py``); on every graph
+   TransposeOptimizer (``transpose_optimizer.py``: Transposes pushed through, merged, cancelled); on every graph
    level.
 3. partitioning (``core/framework/graph_partitioner.cc``): the target EP's ``GetCapability``
    takes the nodes its kernels and support queries accept, minus ``GetCpuPreferredNodes``
@@ -121,7 +121,7 @@ def optimize(
         ),
         lambda: qdq_propagation.propagate(graph, opsets),
         lambda: qdq.ensure_unique_dq(graph, types, shapes),
-        lambda: transpose_optimizer.optimize(graph, types, shapes),
+        lambda: transpose_optimizer.optimize(graph, types, shapes, opsets),
     )
     idle = 0  # passes run in a row that changed nothing
     for _ in range(STEPS):
