@@ -150,8 +150,9 @@ def convert(
             raise UserError(
                 f"the converted model cannot be written ({serde_reason(exc)})"
             ) from None
-        # onnx-ir writes value_info for every initializer; the input's is what is kept
-        _keep_value_info(out, value_info)
+        # onnx-ir writes value_info for every initializer; the input's is what is kept, and
+        # the new values' named dims (passes/dim_names.py)
+        _keep_value_info(out, value_info | state.dims_named)
         _restore_graph_io(out.graph, original.graph, state.folds.outputs)
     del model_ir
     fix_ir_version(out)
@@ -307,8 +308,9 @@ def value_info_names(model: onnx.ModelProto) -> set[str]:
 
 
 def _keep_value_info(model: onnx.ModelProto, keep: set[str]) -> None:
-    """Keep only the value_info the input carried (onnx-ir writes one for each initializer;
-    RestoreDeclarationsPass already forgot the node outputs' inferred ones)."""
+    """Keep only the value_info in `keep`: what the input carried and the new values'
+    (onnx-ir writes one for each initializer; RestoreDeclarationsPass already forgot the node
+    outputs' inferred ones)."""
     for g in graphs(model.graph):
         kept = [vi for vi in g.value_info if vi.name in keep]
         del g.value_info[:]

@@ -12,7 +12,9 @@ model, run in this order by `pipeline.run_passes`:
 8. `RewritePass` — place (the Target says which EP runs the node and why) and rewrite (rules/);
 9. `CheckFallbackTypesPass` — what the Python fallback receives it can run;
 10. `FixDomainImportPass` — the project's domain imported exactly where it is used;
-11. `RestoreDeclarationsPass` — graph I/O and value_info as the input declared them.
+11. `RestoreDeclarationsPass` — graph I/O and value_info as the input declared them;
+12. `NameRunTimeDimsPass` — the values the rules made declared, their run-time dims named
+    equal only where provably equal, so ONNX Runtime reuses their buffers (converter/dim_names.py).
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ import onnx_ir.passes
 
 from .allowzero import DropAllowzeroPass
 from .declarations import Declared, RestoreDeclarationsPass
+from .dim_names import NameRunTimeDimsPass
 from .domain_import import FixDomainImportPass
 from .fallback_types import CheckFallbackTypesPass
 from .fold_if import FoldStaticIfsPass
@@ -48,6 +51,7 @@ def convert_passes(state: ConvertState) -> onnx_ir.passes.PassManager:
             CheckFallbackTypesPass(state),
             FixDomainImportPass(),
             RestoreDeclarationsPass(state),
+            NameRunTimeDimsPass(state),
         ],
         steps=1,
     )
@@ -63,6 +67,7 @@ __all__ = [
     "FoldStaticIfsPass",
     "InferShapesPass",
     "InlineFamilyFunctionsPass",
+    "NameRunTimeDimsPass",
     "OpsetPass",
     "RefuseStaticErrorsPass",
     "RestoreDeclarationsPass",

@@ -18,4 +18,5 @@ class CollectNamesPass(onnx_ir.passes.InPlacePass):
 
     def call(self, model: ir.Model) -> onnx_ir.passes.PassResult:
         self.state.names = all_names(model)
+        self.state.names_before = frozenset(self.state.names)
         return onnx_ir.passes.PassResult(model, modified=False)
