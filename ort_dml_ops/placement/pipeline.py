@@ -13,7 +13,9 @@
    level.
 3. partitioning (``core/framework/graph_partitioner.cc``): the target EP's ``GetCapability``
    takes the nodes its kernels and support queries accept, minus ``GetCpuPreferredNodes``
-   (``fallback_cpu.py``); the CPU EP takes the rest. ORT's assignment record
+   (``fallback_cpu.py``); for an EP whose kernels run in NHWC, ORT's layout transformation
+   between its two GetCapability calls (``layout_transformation.py``); the CPU EP takes the
+   rest. ORT's assignment record
    (``session.record_ep_graph_assignment_info``) is taken here.
 4. copies (``memcpy.py``): the Memcpy nodes inserted between CPU and device values.
 
@@ -29,6 +31,7 @@ from . import (
     cse,
     fallback_cpu,
     folding,
+    layout_transformation,
     matmul_add_fusion,
     memcpy,
     qdq,
@@ -185,15 +188,27 @@ def run(
             tgt.reshape_shapes_by_dim_names,
         )
     result = Result()
-    _place(graph, tgt, opsets, types, result, outer_implicit=(), label="")
+    _place(graph, tgt, opsets, types, shapes, result, outer_implicit=(), label="")
     return result
 
 
+def _capability(graph: Graph, tgt, opsets, types) -> dict:
+    """{node: the target's decision}: its GetCapability (NHWC nodes as their ONNX op)."""
+    return {
+        n: tgt.explain(layout_transformation.as_looked_up(n), opsets, types)
+        for n in graph.nodes
+    }
+
+
 def _place(
-    graph: Graph, tgt, opsets, types, result: Result, outer_implicit, label: str
+    graph: Graph, tgt, opsets, types, shapes, result: Result, outer_implicit, label
 ) -> None:
+    decisions = _capability(graph, tgt, opsets, types)
+    # an EP whose kernels run in NHWC: TransformLayoutForEP, then its second GetCapability
+    nhwc = {n for n, d in decisions.items() if layout_transformation.runs_in_nhwc(d)}
+    if nhwc and layout_transformation.transform(graph, nhwc, types, shapes, opsets):
+        decisions = _capability(graph, tgt, opsets, types)
     order = graph.topological()
-    decisions = {n: tgt.explain(n, opsets, types) for n in graph.nodes}
     preferred: set = set()
     # a plugin EP does not get ORT's GetCpuPreferredNodes pass (WebGPU: measured, docs/webgpu.md)
     if tgt.is_gpu and getattr(tgt, "cpu_preferred", True):
@@ -232,7 +247,9 @@ def _place(
             graph=label,
         )
     for stub, (step, why) in graph.removed.items():
-        since = tgt.explain(stub, opsets, types).since_version
+        since = tgt.explain(
+            layout_transformation.as_looked_up(stub), opsets, types
+        ).since_version
         placed.setdefault(
             stub.name,
             NodeReport(
@@ -258,6 +275,7 @@ def _place(
                     tgt,
                     opsets,
                     types,
+                    shapes,
                     result,
                     implicit_inputs(node),
                     f"{node.name}/{attr}",

@@ -34,8 +34,12 @@ anew from it and from measurements of onnxruntime 1.31 (where it differs from th
 * Names: ``Graph::GenerateNodeName`` / ``GenerateNodeArgName`` (``ApiGraph::AddNode``: node
   ``<Op>``, output ``<name>_out0``; ``AddInitializer``: ``const_transpose_optimizer``;
   ``MoveOutput``: the node's name), one counter per graph (graph.py).
+* Pad (``HandlePad`` / ``PermuteInput``): a constant pads input is permuted into a new
+  initializer, any other pads value is read through a new Gather.
+* The layout transformation's run (layout_transformation.py) adds its cost check
+  (``PostLayoutTransformCostCheck``): the two layout perms go through any node but a Concat.
 
-Not modelled: the handlers of Pad, Tile, ArgMin/ArgMax, Quantize/DequantizeLinear, Reshape and
+Not modelled: the handlers of Tile, ArgMin/ArgMax, Quantize/DequantizeLinear, Reshape and
 Resize (they count as handled for the cost, but push nothing here), looking past a
 DequantizeLinear for a constant, and the QDQ clean-up after the pass (``TryConstantFoldNode``,
 ``FixQDQNodeUnits``).
@@ -132,7 +136,6 @@ _REDUCE = [
 ]
 #: handled ops whose handler is not modelled (they still count as handled for the cost)
 _UNMODELLED = [
-    "Pad",
     "Tile",
     "ArgMin",
     "ArgMax",
@@ -156,6 +159,22 @@ def invert(perm: list) -> list:
 def compose(first: list, second: list) -> list:
     """The perm of Transpose(second) after Transpose(first)."""
     return [first[p] for p in second]
+
+
+def channels_last_perm(rank: int) -> list:
+    """ChannelFirstToLastPerm: NCHW -> NHWC (0, 2, 3, ..., 1)."""
+    return [0, *range(2, rank), 1]
+
+
+def channels_first_perm(rank: int) -> list:
+    """ChannelLastToFirstPerm: NHWC -> NCHW (0, rank - 1, 1, ..., rank - 2)."""
+    return invert(channels_last_perm(rank))
+
+
+def is_layout_perm(perm: list) -> bool:
+    """One of the two perms the layout transformation adds."""
+    rank = len(perm)
+    return rank >= 2 and perm in (channels_last_perm(rank), channels_first_perm(rank))
 
 
 def _valid_perm(perm) -> bool:
@@ -241,6 +260,7 @@ HANDLED = frozenset(
         "Slice",
         "Reshape",
         "Gather",
+        "Pad",
     ]
 )
 
@@ -254,10 +274,21 @@ def _transposes_outputs(node: Node) -> bool:
 
 
 class _Pass:
-    """One OptimizeImpl run on one graph level."""
+    """One OptimizeImpl run on one graph level.
 
-    def __init__(self, graph: Graph, types: dict, shapes: dict, opset: int):
+    `layout_cost`: the layout transformation's cost check (``PostLayoutTransformCostCheck``,
+    layout_transformation.cc) in front of the default one."""
+
+    def __init__(
+        self,
+        graph: Graph,
+        types: dict,
+        shapes: dict,
+        opset: int,
+        layout_cost: bool = False,
+    ):
         self.graph, self.types, self.shapes, self.opset = graph, types, shapes, opset
+        self.layout_cost = layout_cost
 
     # -- graph edits, as ORT's ApiGraph makes them ----------------------------------------------
     def readers(self, value: str) -> list:
@@ -550,6 +581,10 @@ class _Pass:
     def should_push(self, node: Node, perm: list, indices: list, leading: set) -> bool:
         if node.op_type == "Transpose":
             return True
+        if self.layout_cost and node.op_type != "Concat" and is_layout_perm(perm):
+            return (
+                True  # PostLayoutTransformCostCheck: the layout's Transposes go far out
+            )
         cost = sum(self.input_cost(node.inputs[j], perm) for j in indices)
         if cost < 0 and _transposes_outputs(node):
             outputs = [o for o in node.outputs if o]
@@ -642,6 +677,38 @@ class _Pass:
         if old_axes:
             self.drop_initializer_if_unread(old_axes)
         return self.simple(node, perm, [0])
+
+    def pad(self, node: Node, perm: list, indices: list) -> bool:
+        """HandlePad: the pads (all starts, then all ends) follow the inverse perm."""
+        inverse = invert(perm)
+        pads_perm = inverse + [p + len(perm) for p in inverse]
+        if self.opset < 11:
+            pads = node.attr("pads")
+            if pads is None or len(pads) != len(pads_perm):
+                return False
+            self.set_attr(node, "pads", [int(pads[i]) for i in pads_perm])
+        elif len(node.inputs) > 3 and node.inputs[3]:
+            return False  # Pad-18's axes input: not met on the measured models
+        else:
+            self.permute_input(node, 1, pads_perm)
+        return self.simple(node, perm, [0])
+
+    def permute_input(self, node: Node, i: int, perm: list) -> None:
+        """PermuteInput: a 1-D constant of that length is permuted into a new initializer;
+        any other value is read through a new Gather with the perm as indices."""
+        value = node.inputs[i]
+        init = self.constant(value)
+        if init is not None and init.value is not None and init.dims == (len(perm),):
+            name = self.add_initializer(init.value[perm], init.elem_type)
+            self.set_input(node, i, name)
+            self.drop_initializer_if_unread(init.name)
+            return
+        if init is not None and init.dims == (0,):
+            return  # Permute1DConstant of an empty constant: nothing to permute
+        indices = self.add_initializer(perm)
+        gather = self.add_node("Gather", [value, indices], axis=0)
+        self.copy_info(value, gather.outputs[0])
+        self.set_input(node, i, gather.outputs[0])
 
     def elem_type(self, value: str) -> int:
         t = self.types.get(value) or ""
@@ -784,6 +851,7 @@ class _Pass:
             "Squeeze": self.squeeze,
             "Unsqueeze": self.unsqueeze,
             "Gather": self.gather,
+            "Pad": self.pad,
         }.get(op)
         return handler(node, perm, indices) if handler is not None else False
 

@@ -81,8 +81,8 @@ WEBGPU_TOPK_NOTE = (
 #: what ORT does to a node whose recorded kernel is NHWC (the plugin's Conv, pools, ...)
 NHWC_NOTE = (
     "ORT's layout transformation runs it in NHWC (domain com.ms.internal.nhwc, renamed "
-    "<name>_token_<n>) between Transposes it adds, which inspect does not list "
-    "(layout_transformation.cc TransformLayoutForEP, then the transpose optimizer)"
+    "<name>_token_<n>) between Transposes it adds (layout_transformation.cc "
+    "TransformLayoutForEP, then the transpose optimizer; listed as ORT leaves them)"
 )
 
 
