@@ -223,19 +223,36 @@ class Graph:
     def generate_node_name(self, base: str) -> str:
         """`base` if no live node and no earlier generated name has it, else `base_token_<n>` with
         the graph's one counter (shared with value names)."""
-        taken = {n.name for n in self.nodes} | self._generated_nodes
+
+        def taken(name: str) -> bool:
+            return name in self._generated_nodes or any(
+                n.name == name for n in self.nodes
+            )
+
         return self._generate(base, taken, self._generated_nodes)
 
     def generate_value_name(self, base: str) -> str:
-        taken = set(self.initializers) | set(self.inputs) | self._generated_values
-        for n in list(self.nodes) + list(self.removed):
-            taken.update(n.inputs)
-            taken.update(n.outputs)
+        """`base` if no value of the graph (removed nodes' included) and no earlier generated
+        name has it, else `base_token_<n>`. Each candidate is looked up by a scan, not a set of
+        every name: the transpose optimizer asks after almost every edit (thousands of times on
+        a Conv model), and a set rebuilt per call made inspect quadratic."""
+
+        def taken(name: str) -> bool:
+            return (
+                name in self._generated_values
+                or name in self.initializers
+                or name in self.inputs
+                or any(
+                    name in n.inputs or name in n.outputs
+                    for n in (*self.nodes, *self.removed)
+                )
+            )
+
         return self._generate(base, taken, self._generated_values)
 
-    def _generate(self, base: str, taken: set, generated: set) -> str:
+    def _generate(self, base: str, taken, generated: set) -> str:
         name = base
-        while name in taken:
+        while taken(name):
             name = f"{base}_token_{self._name_counter}"
             self._name_counter += 1
         generated.add(name)
@@ -258,6 +275,34 @@ class Graph:
             for x in implicit_inputs(node):
                 cons[x] = [*cons.get(x, ()), node]
             self._consumers = (self.version, cons)
+
+    def set_input(self, node: Node, i: int, value: str) -> None:
+        """`node` reads `value` at input `i` (the list padded with "" up to it); the consumers and
+        producers maps stay current (the transpose optimizer rewires inputs after almost every
+        lookup: rebuilding them per edit made inspect quadratic)."""
+        cons = self._valid_consumers()
+        version, prod, unique = self._producers
+        prod_valid = version == self.version
+        while len(node.inputs) <= i:
+            node.inputs.append("")
+        old = node.inputs[i]
+        node.inputs[i] = value
+        self.touch()
+        if prod_valid:  # the outputs did not change
+            self._producers = (self.version, prod, unique)
+        if cons is None or node.subgraphs or old == value or node not in self.nodes:
+            return  # the map is stale now: consumers() rebuilds it
+        if old and old not in node.inputs:  # a new list: see consumers()
+            readers = [m for m in cons.get(old, ()) if m is not node]
+            if readers:
+                cons[old] = readers
+            else:
+                cons.pop(old, None)
+        if value and node not in cons.get(value, ()):
+            readers = list(cons.get(value, ()))
+            bisect.insort(readers, node, key=self._position)
+            cons[value] = readers
+        self._consumers = (self.version, cons)
 
     def remove(self, node: Node, step: str, reason: str) -> None:
         cons = self._valid_consumers()

@@ -304,10 +304,7 @@ class _Pass:
         return bool(self.readers(value)) or value in self.graph.outputs
 
     def set_input(self, node: Node, i: int, value: str) -> None:
-        while len(node.inputs) <= i:
-            node.inputs.append("")
-        node.inputs[i] = value
-        self.graph.touch()
+        self.graph.set_input(node, i, value)
 
     def replace_reads(self, nodes: list, old: str, new: str) -> None:
         for n in nodes:
