@@ -136,6 +136,27 @@ def _ints(values: Sequence[Key] | None) -> list[int] | None:
     return [int(v) for v in values]  # type: ignore[arg-type]
 
 
+def _product(factors: Iterable[Key]) -> Key:
+    """The product of `factors` in one canonical form (products are commutative and
+    associative): ``("prod", c, f1, f2, …)`` with the constant c and the other factors sorted;
+    an int where every factor is one, the factor itself where it stands alone."""
+    constant = 1
+    rest: list[Key] = []
+    for f in factors:
+        if isinstance(f, int):
+            constant *= f
+        elif f[0] == "prod":
+            constant *= f[1]
+            rest.extend(f[2:])
+        else:
+            rest.append(f)
+    if not rest or constant == 0:
+        return constant
+    if constant == 1 and len(rest) == 1:
+        return rest[0]
+    return ("prod", constant, *sorted(rest, key=repr))
+
+
 def _attr(node: onnx.NodeProto, name: str, default=None):
     for a in node.attribute:
         if a.name == name:
@@ -191,8 +212,8 @@ class _Numbering:
             a, b = args
             if isinstance(a, int) and isinstance(b, int):
                 return _ARITHMETIC[op](a, b)
-            if op == "Mul" and 1 in (a, b):
-                return b if a == 1 else a
+            if op == "Mul":
+                return _product([a, b])
             if op in ("Add", "Sub") and b == 0:
                 return a
             if op == "Add" and a == 0:
@@ -221,10 +242,7 @@ class _Numbering:
             end = min(max(end + r if end < 0 else end, 0), r)
             self.values[out] = dims[start:end]
         elif op == "Size" and ins[0] in self.dims:
-            product: Key = 1
-            for d in self.dims[ins[0]]:
-                product = self._apply("Mul", [product, d])
-            self.values[out] = (product,)
+            self.values[out] = (_product(self.dims[ins[0]]),)
         elif op == "Gather" and known[0] is not None and known[1] is not None:
             n = len(known[0])
             if _attr(node, "axis", 0) == 0 and all(-n <= i < n for i in known[1]):  # type: ignore[operator]
@@ -326,9 +344,23 @@ class _Numbering:
                     out.append(e)
                 elif e == 0 and not allowzero and i < len(x):
                     out.append(x[i])
-                else:  # inferred (−1) or known at run time only: what decides it, whole
+                elif e == -1 and all(
+                    isinstance(f, int) and f > 0 for j, f in enumerate(target) if j != i
+                ):  # the element count over the other dims
+                    others = _product(f for j, f in enumerate(target) if j != i)
+                    numel = _product(x)
+                    out.append(numel if others == 1 else ("Div", numel, others))
+                else:  # known at run time only: what decides it, whole
                     out.append(("reshape", x, target, i))
             return [out]
+        if op == "Range":
+            start, limit, delta = v[0], v[1], v[2]
+            if start is None or limit is None or delta is None:
+                return None
+            if start == (0,) and delta == (1,) and not isinstance(limit[0], int):
+                # max(limit, 0) elements: limit itself, a count (never below 0 here)
+                return [[limit[0]]]
+            return [[("range", start, limit, delta)]]
         if op == "Expand":
             return None if v[1] is None else [self._broadcast([x, v[1]])]
         if op == "TopK":

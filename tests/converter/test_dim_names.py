@@ -172,3 +172,39 @@ def test_a_static_dim_the_numbering_contradicts_names_nothing():
     model.graph.input[0].type.tensor_type.shape.dim[0].dim_value = 2
     with pytest.raises(Disagreement):
         dim_names(model, ["y"])
+
+
+def test_one_count_reached_two_ways_gets_one_name():
+    """Reshape(x, [-1]) of an [a, b] tensor and Range(0, Size(x)) are both a·b long: the
+    numbering's canonical product gives them one name (and b·a is the same product)."""
+    f, i64 = TensorProto.FLOAT, TensorProto.INT64
+    nodes = [
+        helper.make_node("Reshape", ["x", "minus_one"], ["flat"]),
+        helper.make_node("Size", ["xt"], ["count"]),
+        helper.make_node("Range", ["zero", "count", "one"], ["positions"]),
+        helper.make_node("Identity", ["flat"], ["flat_out"]),
+        helper.make_node("Identity", ["positions"], ["positions_out"]),
+    ]
+    graph = helper.make_graph(
+        nodes,
+        "g",
+        [
+            helper.make_tensor_value_info("x", f, ["a", "b"]),
+            helper.make_tensor_value_info("xt", f, ["b", "a"]),
+        ],
+        [
+            helper.make_tensor_value_info("flat_out", f, None),
+            helper.make_tensor_value_info("positions_out", i64, None),
+        ],
+        [
+            helper.make_tensor("minus_one", i64, [1], [-1]),
+            helper.make_tensor("zero", i64, [], [0]),
+            helper.make_tensor("one", i64, [], [1]),
+        ],
+    )
+    model = onnx.shape_inference.infer_shapes(
+        helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
+    )
+    names = dim_names(model, ["flat", "positions"])
+    assert names["flat"] == names["positions"]
+    assert names["flat"][0].startswith(PREFIX)
