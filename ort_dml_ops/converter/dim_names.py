@@ -181,7 +181,10 @@ class _Numbering:
         self.values: dict[str, tuple[Key, ...]] = {}
         self._fresh = 0
         for t in graph.initializer:
-            self._constant(t.name, numpy_helper.to_array(t))
+            self.dims[t.name] = tuple(int(d) for d in t.dims)
+            # read only what may be a size: a small int tensor
+            if t.data_type in _INT_TYPES and int(np.prod(t.dims)) <= _SMALL:
+                self._constant(t.name, numpy_helper.to_array(t))
         for info in graph.input:
             if info.name in self.dims:
                 continue
@@ -231,9 +234,20 @@ class _Numbering:
             for i in range(n)
         )
 
+    def _vector(self, name: str) -> tuple[Key, ...] | None:
+        """The elements of a followed value of rank 0 or 1 (a shape or a size); None else."""
+        value = self.values.get(name) if name else None
+        return (
+            value
+            if value is not None and len(self.dims.get(name, (0, 0))) <= 1
+            else None
+        )
+
     def _follow_values(self, node: onnx.NodeProto) -> None:
+        """The elements of `node`'s output where it computes a shape or a size: only from
+        rank-0 / rank-1 values, where flat element order is the tensor's own."""
         op, ins, out = node.op_type, list(node.input), node.output[0]
-        known = [self.values.get(x) if x else None for x in ins]
+        known = [self._vector(x) for x in ins]
         if op == "Shape" and ins[0] in self.dims:
             dims = self.dims[ins[0]]
             r = len(dims)
@@ -244,18 +258,18 @@ class _Numbering:
         elif op == "Size" and ins[0] in self.dims:
             self.values[out] = (_product(self.dims[ins[0]]),)
         elif op == "Gather" and known[0] is not None and known[1] is not None:
-            n = len(known[0])
-            if _attr(node, "axis", 0) == 0 and all(-n <= i < n for i in known[1]):  # type: ignore[operator]
-                self.values[out] = tuple(known[0][i] for i in known[1])  # type: ignore[index]
+            data, picks, n = known[0], _ints(known[1]), len(known[0])
+            if picks is not None and all(-n <= i < n for i in picks):
+                self.values[out] = tuple(data[i] for i in picks)
         elif op == "Concat" and all(v is not None for v in known):
-            self.values[out] = tuple(e for v in known for e in v)  # type: ignore[union-attr]
+            self.values[out] = tuple(e for v in known if v is not None for e in v)
         elif (
             op in ("Unsqueeze", "Squeeze", "Reshape", "Identity", "Flatten")
-            and known[0] is not None
+            and ins[0] in self.values
         ) or (
-            op == "Cast" and known[0] is not None and _attr(node, "to") in _INT_TYPES
-        ):
-            self.values[out] = known[0]
+            op == "Cast" and ins[0] in self.values and _attr(node, "to") in _INT_TYPES
+        ):  # the same elements in the same order
+            self.values[out] = self.values[ins[0]]
         elif op in _BROADCAST or op in ("Abs", "Neg", "Not"):
             operands = [v for x, v in zip(ins, known) if x]
             if operands and all(v is not None for v in operands):
@@ -265,8 +279,9 @@ class _Numbering:
         elif (
             op in _REDUCE
             and known[0] is not None
-            and len(self.dims.get(ins[0], ())) == 1
-        ):
+            and _attr(node, "axes") is None
+            and len(ins) < 2
+        ):  # every element into one
             self.values[out] = ((op, *known[0]),)
 
     # -- shapes -----------------------------------------------------------------------------
@@ -315,7 +330,8 @@ class _Numbering:
     def _shape_of(self, node: onnx.NodeProto) -> list[Sequence[Key]] | None:
         op, ins = node.op_type, list(node.input)
         x = self.dims.get(ins[0]) if ins and ins[0] else None
-        v = [self.values.get(i) if i else None for i in ins]
+        # the inputs' followed elements, padded: an old opset's op has fewer inputs
+        v = [self.values.get(i) if i else None for i in ins] + [None] * 5
         if op in _SAME_SHAPE:
             return None if x is None else [x]
         if op in _BROADCAST:
