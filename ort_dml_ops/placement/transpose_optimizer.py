@@ -369,6 +369,15 @@ class _Pass:
         init = self.graph.initializers.get(value)
         return None if init is None or init.overridable else init
 
+    def transpose_of(self, value: str) -> tuple[Node, list] | None:
+        """The Transpose writing `value` and its perm, where it has a valid one (the producer
+        check each of TransposeInput, the cost estimate and OptimizeImpl makes)."""
+        producer = self.graph.producers().get(value)
+        if producer is None or producer.op_type != "Transpose" or producer.domain:
+            return None
+        perm = _perm_of(producer)
+        return None if perm is None else (producer, perm)
+
     def rank_of(self, value: str) -> int:
         """EstimateValueRank: dims other than 1 (5 when the shape is unknown)."""
         dims = self.shapes.get(value)
@@ -384,18 +393,13 @@ class _Pass:
             self.set_input(node, i, value)
             self.transpose_constant(node, i, init, perm, inverse, others)
             return
-        producer = self.graph.producers().get(value)
-        if (
-            producer is not None
-            and producer.op_type == "Transpose"
-            and producer.domain == ""
-        ):
-            perm2 = _perm_of(producer)
-            if perm2 is not None and len(perm2) == len(perm):
-                self.set_input(
-                    node, i, self.through_transpose(producer, perm2, perm, value)
-                )
-                return
+        transposed = self.transpose_of(value)
+        if transposed is not None and len(transposed[1]) == len(perm):
+            producer, perm2 = transposed
+            self.set_input(
+                node, i, self.through_transpose(producer, perm2, perm, value)
+            )
+            return
         for reader in others:
             if reader.op_type == "Transpose" and _perm_of(reader) == perm:
                 self.set_input(node, i, reader.outputs[0])
@@ -486,11 +490,10 @@ class _Pass:
         self.copy_info(
             value, unsqueeze.outputs[0], _unsqueezed(self.shapes.get(value), axes)
         )
-        if producer is not None and producer.op_type == "Transpose":
-            perm = _perm_of(producer)
-            if perm is not None:  # the Transpose moves past the new Unsqueeze at once
-                self.set_input(node, i, self.help_unsqueeze(unsqueeze, perm, axes))
-                return
+        transposed = self.transpose_of(value)
+        if transposed is not None:  # the Transpose moves past the new Unsqueeze at once
+            self.set_input(node, i, self.help_unsqueeze(unsqueeze, transposed[1], axes))
+            return
         self.set_input(node, i, unsqueeze.outputs[0])
 
     def help_unsqueeze(self, unsqueeze: Node, perm: list, axes: list) -> str:
@@ -535,17 +538,12 @@ class _Pass:
     def input_cost(self, value: str, perm: list) -> int:
         if self.graph.is_constant(value):
             return 0
-        producer = self.graph.producers().get(value)
-        if (
-            producer is not None
-            and producer.op_type == "Transpose"
-            and producer.domain == ""
-        ):
-            perm2 = _perm_of(producer)
-            if perm2 is not None:
-                if perm2 == perm and self.can_likely_remove(producer):
-                    return -self.rank_of(value)
-                return 0
+        transposed = self.transpose_of(value)
+        if transposed is not None:
+            producer, perm2 = transposed
+            if perm2 == perm and self.can_likely_remove(producer):
+                return -self.rank_of(value)
+            return 0
         return self.rank_of(value)
 
     def reaches_inverse(self, value: str, inverse: list, seen: set) -> bool:
@@ -889,17 +887,10 @@ class _Pass:
             if node.dead:
                 continue
             for j, value in enumerate(list(node.inputs)):
-                if not value:
-                    continue
-                producer = self.graph.producers().get(value)
-                if (
-                    producer is None
-                    or producer.op_type != "Transpose"
-                    or producer.domain
+                transposed = self.transpose_of(value) if value else None
+                if transposed is not None and self.process(
+                    node, j, *transposed, leading
                 ):
-                    continue
-                perm = _perm_of(producer)
-                if perm is not None and self.process(node, j, producer, perm, leading):
                     changed = True
                     break
         return changed
