@@ -35,6 +35,21 @@ from onnx import numpy_helper
 PREFIX = "ort_dml_ops_dim_"
 
 Key = int | tuple
+
+
+def is_named(dim: object) -> bool:
+    """Whether `dim` (a dim of `dim_names`' result, or a ``dim_param``) is a name given here."""
+    return isinstance(dim, str) and dim.startswith(PREFIX)
+
+
+def has_named_dim(info: onnx.ValueInfoProto) -> bool:
+    """Whether a declaration carries a dim named here (the converted model keeps it)."""
+    t = info.type
+    return t.HasField("tensor_type") and any(
+        is_named(d.dim_param) for d in t.tensor_type.shape.dim
+    )
+
+
 #: an int tensor up to this many elements is followed by value
 _SMALL = 64
 

@@ -42,6 +42,7 @@ from ..modelio import (
 )
 from ..runnable import check_original
 from ._common import serde_reason
+from .dim_names import has_named_dim
 from .passes import ConvertState, Declared, convert_passes
 from .report import ConvertReport, NodeReport
 from .size_hints import known_sizes
@@ -152,7 +153,7 @@ def convert(
             ) from None
         # onnx-ir writes value_info for every initializer; the input's is what is kept, and
         # the new values' named dims (passes/dim_names.py)
-        _keep_value_info(out, value_info | state.dims_named)
+        _keep_value_info(out, value_info)
         _restore_graph_io(out.graph, original.graph, state.folds.outputs)
     del model_ir
     fix_ir_version(out)
@@ -308,11 +309,11 @@ def value_info_names(model: onnx.ModelProto) -> set[str]:
 
 
 def _keep_value_info(model: onnx.ModelProto, keep: set[str]) -> None:
-    """Keep only the value_info in `keep`: what the input carried and the new values'
-    (onnx-ir writes one for each initializer; RestoreDeclarationsPass already forgot the node
-    outputs' inferred ones)."""
+    """Keep only the value_info the input carried (`keep`) and the declarations of the new
+    values NameRunTimeDimsPass named dims in (onnx-ir writes one for each initializer;
+    RestoreDeclarationsPass already forgot the node outputs' inferred ones)."""
     for g in graphs(model.graph):
-        kept = [vi for vi in g.value_info if vi.name in keep]
+        kept = [vi for vi in g.value_info if vi.name in keep or has_named_dim(vi)]
         del g.value_info[:]
         g.value_info.extend(kept)
 

@@ -17,11 +17,8 @@ import onnx
 import onnx_ir as ir
 import onnx_ir.passes
 
-from ..._domain import DOMAIN
-from ...modelio import without_external_data
-from ..dim_names import PREFIX, Disagreement, dim_names
-from ..light import serialize_light
-from .shapes import _INFER_TWIN
+from ..dim_names import dim_names, is_named
+from .shapes import readable_copy
 from .state import ConvertState
 
 
@@ -44,32 +41,24 @@ class NameRunTimeDimsPass(onnx_ir.passes.InPlacePass):
         }
         if not made:
             return onnx_ir.passes.PassResult(model, modified=False)
-        light = without_external_data(serialize_light(model))
-        for node in light.graph.node:
-            if node.domain == DOMAIN and node.op_type in _INFER_TWIN:
-                node.domain, node.op_type = "", _INFER_TWIN[node.op_type]
         try:
-            inferred = onnx.shape_inference.infer_shapes(light)
+            inferred = onnx.shape_inference.infer_shapes(readable_copy(model))
             named = dim_names(inferred, made)
-        except Disagreement:
-            return onnx_ir.passes.PassResult(model, modified=False)
-        except Exception:  # noqa: BLE001 - inference that fails names nothing
+        except Exception:  # noqa: BLE001 - inference that fails (or a Disagreement) names nothing
             return onnx_ir.passes.PassResult(model, modified=False)
         types = {
             info.name: info.type.tensor_type.elem_type
             for info in inferred.graph.value_info
             if info.type.HasField("tensor_type")
         }
+        declared = 0
         for name, dims in named.items():
             value, elem = made[name], types.get(name)
-            if not elem or not any(
-                isinstance(d, str) and d.startswith(PREFIX) for d in dims
-            ):
+            if not elem or not any(is_named(d) for d in dims):
                 continue  # ONNX Runtime's own inference finds as much
-            with contextlib.suppress(
-                ValueError
-            ):  # a type onnx-ir does not know stays undeclared
+            # a type onnx-ir does not know stays undeclared
+            with contextlib.suppress(ValueError):
                 value.type = ir.TensorType(ir.DataType(elem))
                 value.shape = ir.Shape(dims)
-                self.state.dims_named.add(name)
-        return onnx_ir.passes.PassResult(model, modified=bool(named))
+                declared += 1
+        return onnx_ir.passes.PassResult(model, modified=declared > 0)

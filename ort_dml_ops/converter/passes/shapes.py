@@ -65,11 +65,7 @@ def infer_shapes(model: ir.Model, light: onnx.ModelProto | None = None) -> bool:
 
     `light`: `model` as it is, serialized without its weights, when the caller has it (it is
     changed here); otherwise the model is serialized (light.serialize_light)."""
-    light = without_external_data(light or serialize_light(model))
-    for g in graphs(light.graph):
-        for n in g.node:
-            if n.domain == DOMAIN and n.op_type in _INFER_TWIN:
-                n.domain, n.op_type = "", _INFER_TWIN[n.op_type]
+    light = readable_copy(model, light)
     try:
         inferred = onnx.shape_inference.infer_shapes(light)
     except Exception:  # noqa: BLE001 - inference that fails leaves the shapes as given
@@ -82,6 +78,20 @@ def infer_shapes(model: ir.Model, light: onnx.ModelProto | None = None) -> bool:
     if _has_ops_onnx_does_not_know(model) and _family_reads_unknown_shapes(model):
         _merge_from_ort(model, light)
     return True
+
+
+def readable_copy(
+    model: ir.Model, light: onnx.ModelProto | None = None
+) -> onnx.ModelProto:
+    """`model` as onnx's inference reads it: serialized without its weights (`light`, where
+    the caller has it, is changed instead), external tensors as graph inputs, the project's
+    domain ops as their ONNX twins."""
+    light = without_external_data(light or serialize_light(model))
+    for g in graphs(light.graph):
+        for n in g.node:
+            if n.domain == DOMAIN and n.op_type in _INFER_TWIN:
+                n.domain, n.op_type = "", _INFER_TWIN[n.op_type]
+    return light
 
 
 #: domains whose ops onnx's inference knows (the project's own are read as their twins)

@@ -43,7 +43,5 @@ class ConvertState:
     node_strategies: dict[str, str] = dataclasses.field(default_factory=dict)
     #: the names in use before the rewrites (`names` grows as the rules name what they make)
     names_before: frozenset[str] = frozenset()
-    #: the new values NameRunTimeDimsPass declared (their value_info is written)
-    dims_named: set[str] = dataclasses.field(default_factory=set)
     #: whole-graph fixes made before the rules, one line each (report: `normalized`)
     normalized: list[str] = dataclasses.field(default_factory=list)
