@@ -203,11 +203,12 @@ class ScatterLowering(Rule):
             else indices
         )
         clean = scatter_clean.applies(ctx.target, data.dtype, M)
-        # positions are int32 gather indices (M + K < 2^31, guarded); without a reduction and
-        # with K known they only feed the write's MaxUnpool, which takes int64: computed so, no
-        # Cast (a kernel; a count known at run time pads them first, which int32 halves)
-        static_k = all(isinstance(d, int) for d in idims)
-        lean_none = red == "none" and not clean and static_k
+        # positions are int32 gather indices (M + K < 2^31, guarded); without a reduction they
+        # only feed the write's MaxUnpool, which takes int64: computed so, no Cast. Where K is
+        # known only at run time they are padded with the dummy first (`unpool_slots`): an int64
+        # Pad writes twice the bytes of an int32 one, but the int32 path's Cast writes them
+        # again, so int64 is no more bytes and one dispatch fewer (issue 28)
+        lean_none = red == "none" and not clean
         pos_type = np.int64 if lean_none else np.int32
         if node.op_type == "ScatterND":
             pos, K, device_checks, index_ok = positions_nd(

@@ -135,8 +135,8 @@ def unpool_values(
 
 
 def _one_more(e: Emitter, target: ir.Value, M: Size) -> ir.Value:
-    """target and one more item aimed at the dummy M (padded before the Cast to int64: a Pad of
-    int32 writes half the bytes)."""
+    """target and one more item aimed at the dummy M, in target's own type (int32 targets are
+    padded before `_unpool`'s Cast to int64: a Pad of int32 writes half the bytes)."""
     wide = target.dtype == ir.DataType.INT64
     fill = sizes.scalar(e, M, np.int64 if wide else np.int32)
     return e.op("Pad", target, e.i64([0, 1]), fill, mode="constant")
