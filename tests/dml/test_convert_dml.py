@@ -1,5 +1,6 @@
 """After convert(target="dml"), the real DML EP (Wine lane) runs every node of these static-shape
-models — no node at all on the CPU EP — and their outputs equal numpy references.
+models — no node at all on the CPU EP — and their outputs equal numpy references; of the
+symbolic-shape CumProds (`SYMBOLIC`), every node of the data path.
 
 One `run_cases` batch (the module's LANE_CASES, run by conftest's `lane_results`): CumProd
 (blocked/transposed and single-chain paths), ScatterElements with a reduction and duplicate
@@ -13,6 +14,7 @@ placement comes from ORT's assignment record, which names the nodes inside DmlFu
 from __future__ import annotations
 
 import numpy as np
+import onnx
 import pytest
 from onnx import helper, numpy_helper
 
@@ -87,6 +89,26 @@ def _cumprod(name, shape, attrs, axis, opset=17, onnx_op=False, seed=0):
             x, axis % len(shape), attrs.get("exclusive", 0), attrs.get("reverse", 0)
         ),
     )
+
+
+def _cumprod_masked(name, declared, shape, attrs, axis, seed=0):
+    """A float32 CumProd along a run-time axis (masked_scan.py: Where, ReduceProd, Pad, Slice,
+    Range, Greater, Mul): factors ±1 with adjacent (2, 0.5) pairs, so every product is exact."""
+    rng = np.random.default_rng(seed)
+    x = rng.choice(np.array([1, -1], np.float32), shape)
+    line = np.moveaxis(x, axis, -1)
+    pairs = rng.random(line.shape[:-1] + (line.shape[-1] // 2,)) < 0.1
+    line[..., 0 : 2 * pairs.shape[-1] : 2][pairs] *= 2
+    line[..., 1 : 2 * pairs.shape[-1] : 2][pairs] *= 0.5
+    m = single_op(
+        "CumProd",
+        [("x", np.float32, declared)],
+        attrs,
+        domain=DOMAIN,
+        inits={"axis": np.array(axis, np.int64)},
+    )
+    want = ref_cumprod(x, axis, attrs.get("exclusive", 0), attrs.get("reverse", 0))
+    return name, m, {"x": x}, want
 
 
 def _scatter_elements(name, dshape, ishape, reduction, opset, unique, seed=1):
@@ -187,6 +209,20 @@ def _cumsum_f64(name, shape, seed=5):
 MODELS = {
     name: (convert(m, "dml", strategy="lower", check_indices=False).model, feeds, want)
     for name, m, feeds, want in _models()
+}
+#: float32 CumProds along a run-time axis (masked_scan.py), past two of its levels
+SYMBOLIC = {
+    name: (convert(m, "dml", strategy="lower").model, feeds, want)
+    for name, m, feeds, want in (
+        _cumprod_masked("cumprod_masked", ["A", "B"], [3, 4099], {}, 1),
+        _cumprod_masked(
+            "cumprod_masked_rev_excl",
+            ["L", 3],
+            [600, 3],
+            {"exclusive": 1, "reverse": 1},
+            0,
+        ),
+    )
 }
 #: as convert writes them by default: lowered scatters guard their indices, which hands one flag
 #: to the host per scatter, where two scalar nodes pick the output's shape
@@ -354,7 +390,7 @@ LANE_CASES = (
 )
 LANE_CASES += [
     Case(name, model, feeds, session_options=AS_USERS_RUN)
-    for name, (model, feeds, _) in LEAN.items()
+    for name, (model, feeds, _) in {**LEAN, **SYMBOLIC}.items()
 ]
 _BAD = {
     name: dict(
@@ -449,6 +485,35 @@ def test_converted_model_runs_entirely_on_dml(lane_results, name):
     np.testing.assert_allclose(
         got, want, rtol=1e-5, atol=1e-5
     )  # float64 CumSum: a float32 scan
+
+
+@pytest.mark.parametrize("name", list(SYMBOLIC))
+def test_symbolic_float_cumprod_runs_its_scan_on_dml_exactly(lane_results, name):
+    """Every node of the masked scan that writes float32 or bool tensors runs on the DML EP,
+    with no copy: only the sizes (what the run-time shape decides: int64, and the 0-d float32
+    limit of the last level's Range) are on the CPU, as ORT places shape computations
+    (fallback_cpu_capability.cc). The products are exact."""
+    model, _, want = SYMBOLIC[name]
+    r = lane_results[name]
+    assert r.ok, f"{name}: {r.stage}: {r.error}"
+    inferred = onnx.shape_inference.infer_shapes(model)
+    typed = {v.name: v.type.tensor_type for v in inferred.graph.value_info}
+    typed.update({v.name: v.type.tensor_type for v in inferred.graph.output})
+    data = {
+        n.name
+        for n in model.graph.node
+        if n.output[0] in typed
+        and typed[n.output[0]].elem_type
+        in (onnx.TensorProto.FLOAT, onnx.TensorProto.BOOL)
+        and len(typed[n.output[0]].shape.dim) > 0
+    }
+    placed = {node: ep for ep, node, _, _ in r.assignment}
+    assert data and data <= placed.keys(), sorted(data - placed.keys())
+    assert {placed[n] for n in data} == {DML}, sorted(
+        (n, placed[n]) for n in data if placed[n] != DML
+    )
+    assert not r.memcpy, r.memcpy
+    np.testing.assert_array_equal(r.outputs[0], want)
 
 
 def test_converted_models_have_no_cpu_node_per_inspect():

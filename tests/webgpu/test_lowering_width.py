@@ -176,3 +176,39 @@ def test_auto_lowers_cumsum_only_where_the_native_kernel_costs_more(n, action):
     assert (
         convert(_model("CumSum", [4, n], 1), "dml").report.nodes[0].action == "native"
     )
+
+
+@pytest.mark.webgpu
+@pytest.mark.parametrize("flags", [(0, 0), (1, 1)])
+def test_symbolic_float_cumprod_runs_its_masked_scan_on_webgpu(flags, webgpu_lane):
+    """A float32 CumProd along a run-time axis (masked_scan.py): every node writing a float32
+    or bool tensor runs on the plugin (the sizes, int64 and a 0-d float32, on the CPU as ORT
+    places shape computations), and the products, exact by construction (factors ±1 and
+    adjacent (2, 0.5) pairs), equal numpy's, empty tensors included."""
+    exclusive, reverse = flags
+    out = convert(
+        _model("CumProd", ["A", "B"], 1, exclusive, reverse), "webgpu", strategy="lower"
+    ).model
+    inferred = onnx.shape_inference.infer_shapes(out)
+    typed = {v.name: v.type.tensor_type for v in inferred.graph.value_info}
+    data = {
+        n.name
+        for n in out.graph.node
+        if n.output[0] in typed
+        and typed[n.output[0]].elem_type in (T.FLOAT, T.BOOL)
+        and len(typed[n.output[0]].shape.dim) > 0
+    }
+    rng = np.random.default_rng(2)
+    s = webgpu_session(out)
+    for shape in ([3, 600], [2, 4099], [0, 5], [4, 0]):
+        x = rng.choice(np.array([1, -1], np.float32), shape)
+        pairs = rng.random((shape[0], shape[1] // 2)) < 0.1
+        x[:, 0 : 2 * pairs.shape[1] : 2][pairs] *= 2
+        x[:, 1 : 2 * pairs.shape[1] : 2][pairs] *= 0.5
+        y = s.run(None, {"x": x})[0]
+        want = _reference("CumProd", x, 1, exclusive, reverse) if x.size else x
+        np.testing.assert_array_equal(y, want.astype(np.float32))
+    where = placement(s)
+    assert data and {where[n] for n in data} == {"WebGpuExecutionProvider"}, {
+        n: where[n] for n in data if where[n] != "WebGpuExecutionProvider"
+    }

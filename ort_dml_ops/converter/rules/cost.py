@@ -366,10 +366,14 @@ def cheaper_on_cpu(costs: dict[str, OptionCost]) -> str | None:
 
 def _lowered_kernels(node: ir.Node, family: str | None, clean: bool) -> int | None:
     """The counted kernels of the node's lowering (SCATTER_KERNELS); CumProd's scan and the
-    CumSum casts: counted the same way (18 / 62 and 3; tools/lowering_budget.py at 300 × 300)."""
+    CumSum casts: counted the same way (18 static; with run-time sizes 30 for float32's masked
+    blocks, 62 for the doubling scan of other types; 3; tools/lowering_budget.py at 300 × 300)."""
     static = _static(node)
     if family == "cumprod":
-        return 18 if static else 62
+        if static:
+            return 18
+        data = node.inputs[0] if node.inputs else None
+        return 30 if data is not None and data.dtype == ir.DataType.FLOAT else 62
     if family == "cumsum":
         return 3
     if family != "scatter":

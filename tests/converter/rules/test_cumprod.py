@@ -302,10 +302,94 @@ def test_symbolic_axis_node_count_is_fixed_and_far_below_31_full_steps():
     assert nodes < 400 and nodes2 < 400, (nodes, nodes2)
 
 
-def _symbolic(shape, axis):
+@pytest.mark.parametrize("target", ["dml", "webgpu"])
+@pytest.mark.parametrize("shape,axis", [(["A", "B"], 1), (["L", 3], 0), ([2, "L"], 1)])
+@pytest.mark.parametrize("exclusive,reverse", [(0, 0), (1, 0), (0, 1), (1, 1)])
+def test_float32_symbolic_scan_is_masked_blocks_exact_at_every_level(
+    target, shape, axis, exclusive, reverse
+):
+    """A float32 product along a run-time axis: the masked blocks of masked_scan.py, 30 kernels
+    on either target where the radix scan took 88–116 and the doubling one 62. ONE model, run
+    at lengths around each level's reach (8, 8 · 64, 8 · 64², 8 · 64³ = 2^21) and at 0: with
+    factors ±1 and adjacent (2, 0.5) pairs every product is exact and within [1/2, 2] in
+    magnitude in either direction, so it must equal numpy's sequential one."""
+    m = cumprod_model(shape, axis, exclusive, reverse)
+    r = convert(m, target, strategy="lower")
+    (node,) = r.report.nodes
+    assert node.action == "lowered" and "masked products" in node.note
+    from ort_dml_ops.bench.budget import count_kernels
+
+    assert count_kernels(r.model, target).kernels == 30
+    rng = np.random.default_rng(exclusive * 2 + reverse)
+
+    def factors(dims):
+        x = rng.choice(np.array([1, -1], np.float32), dims)
+        line = np.moveaxis(x, axis, -1)  # a view: pairs along the axis
+        pairs = rng.random(line.shape[:-1] + (line.shape[-1] // 2,)) < 0.1
+        line[..., 0 : 2 * pairs.shape[-1] : 2][pairs] *= 2
+        line[..., 1 : 2 * pairs.shape[-1] : 2][pairs] *= 0.5
+        return x
+
+    lengths = (0, 1, 7, 8, 9, 511, 512, 513, 32767, 32768, 32769)
+    if shape == ["A", "B"] and not exclusive:
+        lengths += (2**21 + 1,)
+    for n in lengths:
+        dims = [
+            n if i == axis else d if isinstance(d, int) else 2
+            for i, d in enumerate(shape)
+        ]
+        x = factors(dims)
+        (y,) = run_cpu(r.model, {"x": x})
+        np.testing.assert_array_equal(y, ref_cumprod(x, axis, exclusive, reverse))
+    for dims in (
+        [0, 5],
+        [0, 0],
+        [3, 0],
+        [1, 1],
+    ):  # every dim at run time, zeros included
+        if shape != ["A", "B"]:
+            break
+        x = factors(dims)
+        (y,) = run_cpu(r.model, {"x": x})
+        assert y.shape == x.shape
+        np.testing.assert_array_equal(y, ref_cumprod(x, axis, exclusive, reverse))
+
+
+@pytest.mark.parametrize("exclusive,reverse", [(0, 0), (1, 0), (0, 1), (1, 1)])
+def test_float32_masked_scan_keeps_nan_inf_and_signed_zeros_as_ort(exclusive, reverse):
+    """The masked-off items are 1.0 and the values sit in Where's false branch: NaN, ±inf,
+    0 · inf and the sign of every zero (−0.0 included, which ORT's CPU Where drops from its
+    true branch) come out as ORT's own CumProd-26 gives them: every number bit for bit, NaN
+    where it has NaN."""
+    x = np.array(
+        [
+            [-0.0, 2, np.inf, 0, 3, np.nan, 1, -1, 0.5],
+            [1, -0.0, -0.0, 5, -2, 0, np.inf, -np.inf, 4],
+            [-1, -0.0, 2, -np.inf, 0.25, -3, 1, -0.0, 8],
+        ],
+        np.float32,
+    )
+    native = single_op(
+        "CumProd",
+        [("x", np.float32, ["A", "B"])],
+        {"exclusive": exclusive, "reverse": reverse},
+        opset=26,
+        inits={"axis": np.array(1, np.int64)},
+    )
+    (want,) = run_cpu(native, {"x": x})
+    (y,) = run_cpu(lowered(["A", "B"], 1, exclusive, reverse).model, {"x": x})
+    np.testing.assert_array_equal(np.isnan(y), np.isnan(want))
+    # IEEE 754 leaves a NaN's sign to the hardware (x86 makes 0 · inf a "negative" NaN)
+    numbers = ~np.isnan(want)
+    np.testing.assert_array_equal(
+        y[numbers].view(np.uint32), want[numbers].view(np.uint32)
+    )
+
+
+def _symbolic(shape, axis, dtype=np.float32):
     return single_op(
         "CumProd",
-        [("x", np.float32, shape)],
+        [("x", dtype, shape)],
         opset=17,
         domain=DOMAIN,
         inits={"axis": np.array(axis, np.int64)},
@@ -314,32 +398,35 @@ def _symbolic(shape, axis):
 
 @pytest.mark.parametrize("target", ["dml", "webgpu"])
 def test_symbolic_doubling_steps_share_one_host_computation(target):
-    """Every dim symbolic: 31 doubling steps on x, whose pads all come from one Min, one Mul and
-    one Split on the host (`run_time_shifts`), not a width, a negation and a Concat per step:
-    at most 12 nodes besides the steps' Pads and ops (and their Slices where DML cannot crop),
-    where there were 94."""
+    """Every dim symbolic (int64: float32 takes the masked blocks): 31 doubling steps on x,
+    whose pads all come from one Min, one Mul and one Split on the host (`run_time_shifts`),
+    not a width, a negation and a Concat per step: at most 12 nodes besides the steps' Pads and
+    ops (and their Slices where DML cannot crop), where there were 94."""
     for exclusive, reverse in [(0, 0), (1, 1)]:
-        m = cumprod_model(["A", "B"], 1, exclusive, reverse)
+        m = cumprod_model(["A", "B"], 1, exclusive, reverse, np.int64)
         converted = convert(m, target, strategy="lower").model
         graph = converted.graph
         steps = sum(n.op_type in ("Pad", "Mul", "Slice") for n in graph.node)
         assert len(graph.node) - steps <= 12, [n.op_type for n in graph.node]
         rng = np.random.default_rng(0)
         for shape in ([3, 70], [0, 4], [2, 0], [1, 1]):
-            x = rng.integers(-2, 3, shape).astype(np.float32)
+            x = rng.integers(-2, 3, shape).astype(np.int64)
             (y,) = run_cpu(converted, {"x": x})
             np.testing.assert_array_equal(y, ref_cumprod(x, 1, exclusive, reverse))
 
 
 @pytest.mark.parametrize("target", ["dml", "webgpu"])
 def test_symbolic_axis_views_need_no_shape_computation(target):
-    """Only the axis symbolic, the other dims static: every view of the blocked scan is a
+    """Only the axis symbolic, the other dims static (int64: float32 takes the masked blocks,
+    whose Where is its mask, not a mapping of zeros): every view of the blocked scan is a
     constant target with −1 in the axis's place (`sizes.view`), so no Equal / Where mapping a
     run-time 0 is left (18 pairs and their Concats in ddpm_alphas_cumprod's scan); and no
     initializer goes unread (the sizes a view no longer needs are dropped with their
     constants). Exact at every length, 0 included."""
     for shape, axis in (([1, "L"], 1), ([2, 3, "L"], 2), (["L", 6], 0)):
-        graph = convert(_symbolic(shape, axis), target, strategy="lower").model.graph
+        graph = convert(
+            _symbolic(shape, axis, np.int64), target, strategy="lower"
+        ).model.graph
         assert not {n.op_type for n in graph.node} & {"Equal", "Where"}
         read = {i for n in graph.node for i in n.input}
         assert [i.name for i in graph.initializer if i.name not in read] == []
