@@ -10,6 +10,7 @@ from __future__ import annotations
 from ..._domain import DOMAIN
 from ._base import Refusal, Rewrite, RewriteContext, Rule
 from .cumprod import CumProdLowering
+from .cumprod_masked import CumProdMaskedBlocks
 from .cumprod_native import CumProdToOnnx
 from .cumsum_cast import CumSumCast
 from .cumsum_scan import CumSumScan
@@ -32,6 +33,7 @@ FAMILY_OPS = {
 #: tried in order; the first whose check passes rewrites the node
 RULES: tuple[Rule, ...] = (
     CumProdToOnnx(),
+    CumProdMaskedBlocks(),
     CumProdLowering(),
     CumSumCast(),
     NarrowToInt32(),

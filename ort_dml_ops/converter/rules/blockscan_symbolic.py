@@ -26,7 +26,6 @@ from .blockscan import (
     with_prefix,
 )
 from .emitter import Emitter
-from .masked_scan import WIDTHS, scan_masked_product
 
 #: A symbolic axis length is below 2**DYN_STEPS (what the doubling steps of its scan cover).
 DYN_STEPS = 31
@@ -57,18 +56,11 @@ def scan_symbolic(
     n / b^levels totals left are finished by Hillis–Steele steps, as many as a length below
     2^DYN_STEPS needs — on a tensor b^levels times smaller than x.
 
-    A float32 product takes the masked blocks of `masked_scan.py` instead: 30 kernels whatever
-    the other dims, where this radix scan took 88–116 and the doubling scan 62 (issue 28).
+    A float32 product is first offered to the masked blocks of `cumprod_masked.py` (30
+    kernels whatever the other dims; issue 28); `tune` measures both on the device.
     """
     post = shape[axis + 1 :]
     others = shape[:axis] + post
-    if op == "Mul" and dtype == ir.DataType.FLOAT:
-        y = scan_masked_product(e, x, axis, len(shape), exclusive, reverse)
-        return y, (
-            "symbolic axis length: blocks of masked products (widths "
-            f"{', '.join(map(str, WIDTHS))}, then one block of the rest; exact for every "
-            "length < 2^31 and for empty tensors)"
-        )
     if any(d is None or d == 0 for d in others):
         y = scan_doubling(e, x, axis, len(shape), op, exclusive, reverse, dtype)
         return y, (

@@ -1,10 +1,10 @@
-"""A float32 product scan along an axis whose length, and the other dims, are known only at run
-time, in 30 kernels: blocks of masked products (issue 28).
+"""A float32 product scan along an axis whose length (and any other dim) is known only at run
+time, in 30 kernels: blocks of masked products (issue 28; the rule is `cumprod_masked.py`).
 
-The doubling scan (`blockscan_symbolic.scan_doubling`) this replaces takes 31 steps, each a
-Pad and a Mul over the whole tensor (62 kernels, 62 passes), because a fixed graph must cover
-every length below 2^31 and each step only doubles the reach. Here each level reaches a whole
-block at once, as the scatter's block folds do (`blocksum.py`):
+The doubling scan (`blockscan_symbolic.scan_doubling`) takes 31 steps, each a Pad and a Mul
+over the whole tensor (62 kernels, 62 passes), because a fixed graph must cover every length
+below 2^31 and each step only doubles the reach. Here each level reaches a whole block at once,
+as the scatter's block folds do (`blocksum.py`):
 
 1. pad the axis with the identity 1.0, at its start (a forward scan) or end (a reverse one), to
    a whole number of blocks of width B with at least one pad item, and view it as

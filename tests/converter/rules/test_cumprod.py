@@ -355,6 +355,19 @@ def test_float32_symbolic_scan_is_masked_blocks_exact_at_every_level(
         np.testing.assert_array_equal(y, ref_cumprod(x, axis, exclusive, reverse))
 
 
+def test_tune_measures_the_masked_blocks_against_the_scan():
+    """The masked blocks are a rule of their own, tried first: `tune` lists both options for
+    a float32 CumProd along a run-time axis and times them on the device; other types, and
+    static axes, keep cumprod.py's scans alone."""
+    from ort_dml_ops.tuning.candidates import options
+
+    names = [o.name for o in options(cumprod_model(["A", "B"], 1, 0, 0), "dml")]
+    assert names == ["lowered:cumprod-masked-blocks", "lowered:cumprod-scan"]
+    for shape, dtype in ((["A", "B"], np.int64), ([3, 40], np.float32)):
+        names = [o.name for o in options(cumprod_model(shape, 1, 0, 0, dtype), "dml")]
+        assert names == ["lowered:cumprod-scan"], (shape, dtype)
+
+
 @pytest.mark.parametrize("exclusive,reverse", [(0, 0), (1, 0), (0, 1), (1, 1)])
 def test_float32_masked_scan_keeps_nan_inf_and_signed_zeros_as_ort(exclusive, reverse):
     """The masked-off items are 1.0 and the values sit in Where's false branch: NaN, ±inf,

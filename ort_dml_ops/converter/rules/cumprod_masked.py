@@ -1,0 +1,66 @@
+"""CumProd of float32 along an axis known only at run time -> blocks of masked products
+(`masked_scan.py`): Where, ReduceProd, Pad, Slice, Mul, one Range and one Greater, 30 kernels
+whatever the other dims (issue 28).
+
+Tried before `cumprod.py`'s scans, which it replaces where it applies: the doubling scan (every
+dim at run time) takes 62 kernels and 62 passes; the radix scan (only the axis at run time) 88–
+139 kernels and about 8 passes, fewer bytes than these blocks' 21 (DeviceModel, cost.py: the
+blocks win below about 2.2M elements, the sizes real models scan). Both remain options for
+`tune`, which measures them on the device (tuning/candidates.py lists every rule that rewrites
+the node). Static shapes keep `cumprod.py`'s plans, which cost.py weighs at the known size.
+"""
+
+from __future__ import annotations
+
+import onnx_ir as ir
+
+from ._base import Refusal, Rewrite, RewriteContext, attr_int, const_array, static_shape
+from .cumprod import CumProdLowering
+from .emitter import Emitter
+from .masked_scan import WIDTHS, scan_masked_product
+
+
+class CumProdMaskedBlocks(CumProdLowering):
+    name = "cumprod-masked-blocks"
+
+    def check(self, node: ir.Node, ctx: RewriteContext) -> Refusal | None:
+        refusal = super().check(node, ctx)
+        if refusal is not None:
+            return refusal
+        x = node.inputs[0]
+        assert x is not None  # the scan's check passed
+        if x.dtype != ir.DataType.FLOAT:
+            return Refusal(
+                "not-float32",
+                "masked blocks fold with ReduceProd: ONNX Runtime's CPU EP has none for "
+                "float16 and saturates integer products",
+            )
+        shape = static_shape(x)
+        axis_value = const_array(node.inputs[1])
+        assert shape is not None and axis_value is not None  # the scan's check passed
+        if shape[int(axis_value.reshape(-1)[0]) % len(shape)] is not None:
+            return Refusal(
+                "static-axis", "the axis length is static: cumprod.py's plans weigh it"
+            )
+        return None
+
+    def rewrite(self, node: ir.Node, ctx: RewriteContext) -> Rewrite:
+        x = node.inputs[0]
+        shape = static_shape(x) if x is not None else None
+        axis_value = const_array(node.inputs[1])
+        assert x is not None and shape is not None and axis_value is not None  # check()
+        e = Emitter(ctx, node.name or "CumProd")
+        y = scan_masked_product(
+            e,
+            x,
+            int(axis_value.reshape(-1)[0]) % len(shape),
+            len(shape),
+            bool(attr_int(node, "exclusive")),
+            bool(attr_int(node, "reverse")),
+        )
+        return e.done(
+            [y],
+            "symbolic axis length: blocks of masked products (widths "
+            f"{', '.join(map(str, WIDTHS))}, then one block of the rest; exact for every "
+            "length < 2^31 and for empty tensors)",
+        )
