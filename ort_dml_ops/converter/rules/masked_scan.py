@@ -20,7 +20,10 @@ a length below 2^31), builds its mask from a Range at run time. Kernels: six a l
 Where, ReduceProd, two Slices, Mul), five for the last (Pad, Range, Greater, Where,
 ReduceProd) and the final Slice; `exclusive` moves that Slice one item towards the pad, where
 the product is the identity, so it costs nothing. Written bytes: the top two levels' masks
-(8 items a element each), about 21 passes in all against the doubling scan's 62.
+(8 items an element each) and the pads to whole blocks, 21–30 passes at 1e6 elements
+(bench/passes.py) against the doubling scan's 62 and the radix scan's 8. Reads are the masks
+again: on lavapipe, whose reductions are slow, both scans run faster at that size
+(docs/performance.md); the rule (`cumprod_masked.py`) leaves the choice to `tune`.
 
 Exact as the other scans: each output is the product of its prefix in some association, whose
 relative error is at most γ_k (docs/convert.md); NaN, ±inf and zeros propagate as products do,
