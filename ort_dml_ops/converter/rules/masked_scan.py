@@ -65,15 +65,14 @@ def scan_masked_product(
     if not reverse:
         before[axis], after[axis] = after[axis], 0
     padded = e.op("Pad", x, sizes.concat(e, before + after), _one(e), mode="constant")
-    outer = sizes.product(e, safe[:axis])
     inner = sizes.product(e, safe[axis + 1 :])
-    top = e.reshape(
-        padded, sizes.concat(e, [outer, length, 1, inner]), zeros_mapped=True
-    )
+    # one view each way, the block count / length inferred (-1), a lone dim before the axis
+    # copied (0: it is dim 0 of both tensors): a constant target where the other dims allow,
+    # and never a Reshape of a Reshape
+    before_axis: list[Size] = [0] if axis == 1 else list(safe[:axis])
+    top = _view(e, padded, [sizes.product(e, before_axis), -1, WIDTHS[0], inner])
     y = _level(e, top, blocks, reverse, WIDTHS)
-    whole = e.reshape(
-        y, sizes.concat(e, [*safe[:axis], length, *safe[axis + 1 :]]), zeros_mapped=True
-    )
+    whole = _view(e, y, [*before_axis, -1, *safe[axis + 1 :]])
     # the scan of item i sits at i + the front pad; one item towards the pad for `exclusive`
     start: Size = sizes.sub(e, length, n) if not reverse else 0
     if exclusive:
@@ -109,11 +108,10 @@ def _floor_div(e: Emitter, a: Size, b: int) -> Size:
 def _level(
     e: Emitter, v: ir.Value, blocks: Size, reverse: bool, widths: tuple[int, ...]
 ) -> ir.Value:
-    """The inclusive scan of v ([P, L, 1, I], L = `blocks` whole blocks of widths[0], the pad
-    on the carry side), as [P, blocks, width, I]. Every view keeps P and I by Reshape's 0 (copy that
+    """The inclusive scan of v ([P, blocks, width, I]: whole blocks of widths[0], the pad on
+    the carry side), in that shape. Every view below keeps P and I by Reshape's 0 (copy that
     dim) and infers the block count: constant targets, no shape computed at run time."""
     width = widths[0]
-    v = e.reshape(v, [0, -1, width, 0])  # [P, blocks, width, I]
     after = e.const(_after(width, reverse)[:, :, None])  # [target, source, 1]
     picked = e.op("Where", after, _one(e), e.unsqueeze(v, [2]))
     within = _reduce_prod(e, picked, axis=3, keep=False)  # [P, blocks, width, I]
@@ -131,7 +129,9 @@ def _carry(
     pad."""
     if widths:
         blocks, pad = _blocks(e, count, widths[0])
-        scan = _level(e, _pad_axis1(e, totals, pad, reverse), blocks, reverse, widths)
+        padded = _pad_axis1(e, totals, pad, reverse)  # [P, L, 1, I]
+        blocked = e.reshape(padded, [0, -1, widths[0], 0])
+        scan = _level(e, blocked, blocks, reverse, widths)
         scan = e.reshape(scan, [0, -1, 1, 0])
     else:  # the last level: one block of count + 1 items, its mask built at run time
         scan = _last_level(e, _pad_axis1(e, totals, 1, reverse), count, reverse)
@@ -189,3 +189,11 @@ def _reduce_prod(e: Emitter, x: ir.Value, axis: int, keep: bool) -> ir.Value:
 
 def _one(e: Emitter) -> ir.Value:
     return e.const(np.asarray(1, np.float32))
+
+
+def _view(e: Emitter, v: ir.Value, parts: list[Size]) -> ir.Value:
+    """v viewed as `parts`: positive sizes, one -1, and 0 only where v's own dim at that index
+    is meant (Reshape copies it). A constant target where every part is an int."""
+    if all(isinstance(p, int) for p in parts):
+        return e.reshape(v, [int(p) for p in parts])  # type: ignore[arg-type]
+    return e.reshape(v, sizes.concat(e, parts), zeros_mapped=True)
