@@ -181,6 +181,89 @@ def test_float_block_folds_on_webgpu_equal_ort_kernel(
         assert on_cpu <= GUARD_OPS, on_cpu
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float16])
+@pytest.mark.parametrize("symbolic", [False, True])
+@pytest.mark.parametrize(
+    "op,dshape,ishape,axis",
+    [
+        ("ScatterElements", (5, 3), (4000, 3), 0),  # K ≫ M: runs of ~800 writers
+        ("ScatterElements", (6, 40), (6, 900), 1),
+        ("ScatterND", (7, 5), (3000, 1), None),
+        ("ScatterElements", (0, 3), (0, 3), 0),  # no data, no update
+        ("ScatterElements", (6, 4), (0, 4), 0),  # no update
+    ],
+)
+def test_last_writer_without_reduction_equals_ort_kernel(
+    webgpu_lane, op, dshape, ishape, axis, symbolic, dtype
+):
+    """Reduction none from opset 18 (scatter_clean.last_writes): the plugin's int32 max
+    scatter picks each position's last update, whatever order its threads run in, and every
+    writer of a position writes that one's bits. ORT's CPU kernel writes in row-major order,
+    so the last of thousands of duplicates wins: equal bit for bit (−0.0 and NaN payloads are
+    copied, never computed), every data node on WebGPU, one copy (the indices' upload)."""
+    import onnx
+    from onnx import helper
+
+    # ScatterND: an update is a slice of the data past its coordinates
+    ushape = ishape if axis is not None else ishape[:-1] + dshape[ishape[-1] :]
+    rng = np.random.default_rng(11)
+    data = rng.integers(-3, 4, dshape).astype(dtype)
+    upd = rng.standard_normal(ushape).astype(dtype)
+    upd[rng.random(ushape) < 0.2] = -0.0
+    upd[rng.random(ushape) < 0.05] = np.nan
+    dim = dshape[0] if axis is None else dshape[axis]
+    idx = rng.integers(-dim, max(dim, 1), ishape).astype(np.int64)
+    t = onnx.helper.np_dtype_to_tensor_dtype(np.dtype(dtype))
+    attrs = {} if axis is None else {"axis": axis}
+    native = helper.make_model(
+        helper.make_graph(
+            [helper.make_node(op, ["data", "indices", "updates"], ["y"], **attrs)],
+            "scatter_none",
+            [
+                helper.make_tensor_value_info("data", t, dshape),
+                helper.make_tensor_value_info(
+                    "indices", onnx.TensorProto.INT64, ishape
+                ),
+                helper.make_tensor_value_info("updates", t, ushape),
+            ],
+            [helper.make_tensor_value_info("y", t, dshape)],
+        ),
+        opset_imports=[helper.make_opsetid("", 18)],
+        ir_version=9,
+    )
+    model = _symbolic(native) if symbolic else native
+    if symbolic and axis is None:  # ScatterND's coordinates per update: static
+        model.graph.input[1].type.tensor_type.shape.dim[-1].dim_value = ishape[-1]
+    low = convert(model, "webgpu", strategy="lower", with_inspect=False).model
+    kinds = [
+        next((a.s for a in n.attribute if a.name == "reduction"), b"none")
+        for n in low.graph.node
+        if n.op_type == "ScatterElements"
+    ]
+    # the winners, the write: no sort (static shapes without an update: the data itself)
+    assert sorted(kinds) == ([b"max", b"none"] if symbolic or upd.size else [])
+    assert "TopK" not in {n.op_type for n in low.graph.node}
+    feeds = {"data": data, "indices": idx, "updates": upd}
+    s = webgpu_session(low)
+    got = s.run(None, feeds)[0]
+    want = ort.InferenceSession(
+        native.SerializeToString(), providers=["CPUExecutionProvider"]
+    ).run(None, feeds)[0]
+    assert got.shape == want.shape
+    np.testing.assert_array_equal(got.view(np.uint8), want.view(np.uint8))
+    if data.size and upd.size:
+        copies, _ = W._copies(low, False, feeds)
+        assert copies == 1  # the indices' upload, as with the native kernel
+    if not symbolic:
+        ops = {n.name: n.op_type for n in low.graph.node}
+        on_cpu = {
+            ops[name]
+            for name, ep in placement(s).items()
+            if ep == "CPUExecutionProvider" and name in ops
+        }
+        assert on_cpu <= GUARD_OPS, on_cpu
+
+
 def _extreme_updates(rng, shape, dtype):
     """Updates that reach the ends of the type's range: ±max and ±inf beside ordinary values and
     NaN. ORT's WebGPU TopK pads each sorted row to a power of two with ∓max (index −1) and puts

@@ -29,6 +29,7 @@ import numpy as np
 import onnx_ir as ir
 
 from ._base import const_array, static_shape
+from .scatter_clean import SCATTER_MAX_OPSET
 
 #: full-size write passes of the lowered scatter, (static shapes, every dim symbolic), measured
 #: (bench/passes.py, views excluded) at [1000, 1000] float32 (int32 for int_max_min), K = 1e6
@@ -65,7 +66,10 @@ WEBGPU_SCATTER_COPIES = {
 #: measured as SCATTER_PASSES (same models, CPU EP, views excluded); its one copy is the int64
 #: indices' upload that the index guard's CPU-side min / max causes (none without the guard)
 WEBGPU_CLEAN_SCATTER_PASSES = {
-    "none": (14.3, 14.3),
+    # none from opset 18: the winners' int32 max scatter, then the write (last_writes); before
+    # it ScatterElements has no max: the sort and the dummy slot
+    "none": (6.0, 8.0),
+    "none_sorted": (14.3, 14.3),
     "add": (36.5, 48.7),
     "mul": (42.8, 77.6),
     # float max / min: three sorts (scatter_clean.sorted_max_min), the value sort's keys padded
@@ -103,9 +107,10 @@ SCATTER_KERNELS = {
 }
 #: the WebGPU-clean variant's kernels on the WebGPU plugin, counted the same way
 WEBGPU_CLEAN_SCATTER_KERNELS = {
-    "none": (13, 16),
-    "add": (45, 63),
-    "mul": (46, 64),
+    "none": (5, 9),
+    "none_sorted": (12, 15),
+    "add": (44, 62),
+    "mul": (45, 63),
     "max": (37, 40),
     "min": (37, 40),
 }
@@ -210,6 +215,7 @@ def node_costs(
     data_on_host: bool = False,
     hints: dict[str, tuple[int, ...]] | None = None,
     bounds: dict[str, tuple[int, ...]] | None = None,
+    opset: int = 18,
 ) -> dict[str, OptionCost]:
     """The options of `node` on `target` with their costs (before any rewrite of the node).
 
@@ -220,7 +226,8 @@ def node_costs(
     (`convert --input-shape`); with static or hinted sizes each option gets an estimate.
     `bounds`: value name → upper bounds of dims only the data decides (a NonZero's count); the
     CPU path's estimate may be taken at them, as its worst case (`upper_bound`): its loop and
-    its copies grow with the sizes."""
+    its copies grow with the sizes. `opset`: the graph's (the WebGPU-clean variant sorts a
+    scatter without reduction before 18)."""
     out_bytes = _bytes(node.outputs[0] if node.outputs else None, hints)
     family = _family(node)
     opts: dict[str, OptionCost] = {}
@@ -240,7 +247,10 @@ def node_costs(
             )
     if lowerable:
         clean = family == "scatter" and _clean(node, target)
-        lowered_passes = _lowered_passes(node, family, clean)
+        kind = _reduction(node) if family == "scatter" else None
+        if clean and kind == "none" and opset < SCATTER_MAX_OPSET:
+            kind = "none_sorted"
+        lowered_passes = _lowered_passes(node, family, clean, kind)
         if lowered_passes is not None:
             copies, note = 0, "measured at 1e6 elements"
             if clean:
@@ -251,7 +261,7 @@ def node_costs(
                 note += "; copies measured on the WebGPU plugin (ops it lacks: TopK int32, MaxUnpool, int Slice)"
             elif family == "scatter" and target != "cpu":
                 copies, note = 1, note + "; the index guard's flag (one per model)"
-            kernels = _lowered_kernels(node, family, clean)
+            kernels = _lowered_kernels(node, family, clean, kind)
             option = _option(lowered_passes, copies, out_bytes, note, kernels=kernels)
             if kernels is not None and out_bytes is not None and target != "cpu":
                 est = DEVICE.device_us(kernels, lowered_passes, out_bytes, copies)
@@ -364,7 +374,9 @@ def cheaper_on_cpu(costs: dict[str, OptionCost]) -> str | None:
     return None
 
 
-def _lowered_kernels(node: ir.Node, family: str | None, clean: bool) -> int | None:
+def _lowered_kernels(
+    node: ir.Node, family: str | None, clean: bool, kind: str | None
+) -> int | None:
     """The counted kernels of the node's lowering (SCATTER_KERNELS); CumProd's scan and the
     CumSum casts: counted the same way (18 static; with run-time sizes 30 for float32's masked
     blocks, 62 for the doubling scan of other types; 3; tools/lowering_budget.py at 300 × 300)."""
@@ -379,7 +391,7 @@ def _lowered_kernels(node: ir.Node, family: str | None, clean: bool) -> int | No
     if family != "scatter":
         return None
     table = WEBGPU_CLEAN_SCATTER_KERNELS if clean else SCATTER_KERNELS
-    pair = table.get(_reduction(node))
+    pair = table.get(kind or "")
     return None if pair is None else pair[0 if static else 1]
 
 
@@ -405,6 +417,7 @@ def for_node(
         data_on_host=on_host,
         hints=ctx.options.get("size_hints"),
         bounds=ctx.options.get("size_bounds"),
+        opset=ctx.opset,
     )
 
 
@@ -460,15 +473,17 @@ def _family(node: ir.Node) -> str | None:
     return {"CumSum": "cumsum", "CumProd": "cumprod"}.get(node.op_type)
 
 
-def _lowered_passes(node: ir.Node, family: str | None, clean: bool) -> float | None:
+def _lowered_passes(
+    node: ir.Node, family: str | None, clean: bool, kind: str | None
+) -> float | None:
     """The measured passes of the node's lowering; `clean`: the scatter takes the WebGPU-clean
-    variant, whose own figures apply."""
+    variant, whose own figures apply; `kind`: the scatter's row of the tables."""
     if family in ("cumsum", "cumprod"):
         return SCAN_PASSES
     if family != "scatter" or len(node.inputs) < 3 or node.inputs[0] is None:
         return None
     table = WEBGPU_CLEAN_SCATTER_PASSES if clean else SCATTER_PASSES
-    passes = table.get(_reduction(node))
+    passes = table.get(kind or "")
     if passes is None:
         return None
     return passes[0 if _static(node) else 1]

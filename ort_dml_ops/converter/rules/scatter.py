@@ -232,12 +232,19 @@ class ScatterLowering(Rule):
         # the flags go to the graph's one guard (scatter_guard.guard_graph): the index range
         # on the device (the clean variant computes it on the CPU), the rest on the CPU
         host_ok = both(e, index_ok, size_guard(e, K, M, clean), clean)
-        if clean:
+        # without a reduction from opset 18 the clean variant sorts nothing: no float keys
+        last_writes = (
+            clean and red == "none" and e.opset >= scatter_clean.SCATTER_MAX_OPSET
+        )
+        if clean and not last_writes:
             host_ok = both(e, host_ok, scatter_clean.size_guard(e, M), clean)
         host_ok = both(e, host_ok, shape_ok, clean)
         register(e, device_checks, host_ok)
         width = ctx.options.get("max_io_width") or BLOCK
-        if clean:
+        if last_writes:
+            vals = e.reshape(updates, [-1])
+            out = scatter_clean.last_writes(e, flat, e.reshape(pos, [-1]), vals, K, M)
+        elif clean:
             crow: Size | None = None
             if node.op_type != "ScatterND" and len(ddims) > 1:
                 pos, vals, crow = scatter_clean.rows_of(e, pos, updates, idims, axis)
@@ -287,7 +294,9 @@ class ScatterLowering(Rule):
         # the output takes the data's shape: a constant target where only one dim is symbolic
         y = e.reshape(out, sizes.shape_target(e, data))
         note = f"{_show(K)} updates into {_show(M)} elements; reduction {red}"
-        if clean:
+        if last_writes:
+            note += "; WebGPU-clean variant (last writers by a ScatterElements max)"
+        elif clean:
             note += "; WebGPU-clean variant (float32 sort keys, ScatterElements write)"
         if device_checks or host_ok is not None:
             note += "; run-time guard (one per graph, on its outputs): " + (

@@ -23,6 +23,10 @@ This variant is built from kernels the plugin has, for float32 / float16 data:
    dummy (position M), which is sliced off. Only run ends land inside the data, so no two
    writes race where it matters.
 
+Without a reduction nothing is sorted (`last_writes`, from opset 18): a ScatterElements with
+reduction max of the update numbers finds each position's last writer, and every update writes
+its position's winner's value.
+
 The values follow the same rules as the DML-shaped graph's: float max / min and none bit-exact
 against ORT's sequential kernel, float add / mul within the block folds' stated bound
 (`blocksum.py`).
@@ -85,6 +89,31 @@ def rows_of(
     return e.reshape(pos, shape), e.reshape(updates, shape), row
 
 
+#: the first opset whose ScatterElements takes reduction max (`last_writes`)
+SCATTER_MAX_OPSET = 18
+
+
+def last_writes(
+    e: Emitter, flat: ir.Value, pos: ir.Value, vals: ir.Value, K: Size, M: Size
+) -> ir.Value:
+    """Reduction none, as ORT's CPU kernel does it: where several updates share a position, the
+    last in the indices' row-major order lands (onnxruntime/core/providers/cpu/tensor/
+    scatter.cc writes them in that order). No sort: each position's last writer is the largest
+    update number aimed at it, which one ScatterElements with reduction max finds (int32
+    atomics in the plugin's shader, exact whatever order they run in); then every update
+    writes that winner's value, so updates racing for one position write the same bits.
+    Kernels: the winners (an Expand of −1 and the max scatter), two Gathers, the write: 5,
+    against the sort's 13 (TopK, its run flags and the dummy slot). Positions are < M
+    (the graph's guard fails the run otherwise); `pos` and `vals` are 1-D, K items."""
+    numbers = sizes.iota(e, K, np.int32)
+    nobody = e.op("Expand", e.const(np.asarray([-1], np.int32)), sizes.concat(e, [M]))
+    winner = e.op("ScatterElements", nobody, pos, numbers, axis=0, reduction="max")
+    won = e.op(
+        "Gather", winner, pos, axis=0
+    )  # int32: GatherElements is float-only there
+    return e.op("ScatterElements", flat, pos, e.take(vals, won), axis=0)
+
+
 def scatter_clean(
     e: Emitter,
     flat: ir.Value,
@@ -122,7 +151,6 @@ def scatter_clean(
         sk = e.reshape(sk, [-1])
         svals = e.reshape(e.op("GatherElements", vals, perm, axis=1), [-1])
     spos = e.cast(sk, ir.DataType.INT32)
-    is_last = e.op("Not", not_last(e, sk, np.float32))
     bound = sizes.upper_bound(K, MAX_FLOAT_KEY)
     if red == "none":
         result = svals
@@ -135,7 +163,9 @@ def scatter_clean(
             folded = e.cast(folded, dt)
         # the dummy's updates read the padding's 0 (position M): never written back
         result = e.op(fold.op, e.take(_padded(e, flat, dt), spos), folded)
-    target = e.op("Where", is_last, spos, sizes.on_device(e, M, np.int32))
+    # a run's earlier updates go to the dummy (the Where's branches swapped: no Not)
+    going_on = not_last(e, sk, np.float32)
+    target = e.op("Where", going_on, sizes.on_device(e, M, np.int32), spos)
     written = e.op("ScatterElements", _padded(e, flat, dt), target, result, axis=0)
     return e.op("Slice", written, e.i64([0]), sizes.tensor(e, M), e.i64([0]))
 

@@ -120,7 +120,7 @@ def test_dominated_needs_no_worse_on_both_and_better_on_one():
             "int_mul",
         )
     ]
-    + [("webgpu", r) for r in ("none", "add", "mul", "max", "min")],
+    + [("webgpu", r) for r in ("none", "none_sorted", "add", "mul", "max", "min")],
 )
 def test_scatter_pass_figures_are_what_the_lowered_graph_writes(
     target, reduction, symbolic
@@ -133,12 +133,17 @@ def test_scatter_pass_figures_are_what_the_lowered_graph_writes(
 
     n = 1000
     dtype = np.int32 if reduction.startswith("int_") else np.float32
-    op_red = {"int_max_min": "max", "int_add": "add", "int_mul": "mul"}.get(
-        reduction, reduction
-    )
+    op_red = {
+        "int_max_min": "max",
+        "int_add": "add",
+        "int_mul": "mul",
+        "none_sorted": "none",
+    }.get(reduction, reduction)
     # along the last axis of [n, n] data with as many updates: what the figures were measured on
+    # (none_sorted: opset 17, whose ScatterElements has no max for the clean variant's winners)
     dims = ["rows", "cols"] if symbolic else [n, n]
-    model = elements_model(dims, dims, 1, op_red, dtype)
+    opset = 17 if reduction == "none_sorted" else 18
+    model = elements_model(dims, dims, 1, op_red, dtype, opset=opset)
     rng = np.random.default_rng(0)
     if op_red == "none":
         indices = np.argsort(rng.random((n, n)), axis=1)
@@ -184,10 +189,22 @@ def test_webgpu_clean_kernel_figures_are_what_inspect_counts(kind, symbolic):
     tools/lowering_budget.py counts them (float32, 300 × 300)."""
     from ort_dml_ops.bench import budget
 
+    want = cost.WEBGPU_CLEAN_SCATTER_KERNELS[kind][1 if symbolic else 0]
+    if kind == "none_sorted":  # opset 17: no max for the winners, the sort's graph
+        dims = ["rows", "cols"] if symbolic else [300, 300]
+        model = elements_model(dims, dims, 1, "none", np.float32, opset=17)
+        lowered = convert(model, "webgpu", strategy="lower", with_inspect=False).model
+        assert "TopK" in {n.op_type for n in lowered.graph.node}
+        added = (
+            budget.count_kernels(lowered, "webgpu").kernels
+            - budget.count_kernels(model, "webgpu").kernels
+        )
+        assert added == want
+        return
     case = budget.OpCase("ScatterElements", "float32", symbolic, kind)
     row = budget.measure_op(case, "webgpu", passes=False)
     assert row.action == "lowered"
-    assert row.added == cost.WEBGPU_CLEAN_SCATTER_KERNELS[kind][1 if symbolic else 0]
+    assert row.added == want
 
 
 def _symbolic_scatter(reduction: str):
@@ -426,3 +443,13 @@ def test_sizes_onnx_runtime_cannot_infer_leave_no_file_behind(tmp_path, monkeypa
     result = convert(entry.load(), "dml", input_shapes=shapes)
     assert result.report.nodes
     assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("opset,kind", [(17, "none_sorted"), (18, "none")])
+def test_webgpu_report_weighs_the_graph_its_opset_gets(opset, kind):
+    """A scatter without reduction on webgpu: from opset 18 the winners' max scatter, before it
+    the sort (scatter_clean.last_writes): the report's lowered kernels are that graph's."""
+    model = elements_model([300, 300], [300, 300], 1, "none", np.float32, opset=opset)
+    report = convert(model, "webgpu", strategy="lower", with_inspect=False).report
+    (node,) = [n for n in report.nodes if n.op_type == "ScatterElements"]
+    assert node.cost["lowered"]["kernels"] == cost.WEBGPU_CLEAN_SCATTER_KERNELS[kind][0]
