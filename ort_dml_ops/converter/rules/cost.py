@@ -382,10 +382,13 @@ def _lowered_kernels(
     blocks, 62 for the doubling scan of other types; 3; tools/lowering_budget.py at 300 × 300)."""
     static = _static(node)
     if family == "cumprod":
+        from .cumprod_masked import KERNELS as MASKED_BLOCKS
+
         if static:
             return 18
         data = node.inputs[0] if node.inputs else None
-        return 30 if data is not None and data.dtype == ir.DataType.FLOAT else 62
+        masked = data is not None and data.dtype == ir.DataType.FLOAT
+        return MASKED_BLOCKS if masked else 62
     if family == "cumsum":
         return 3
     if family != "scatter":

@@ -93,16 +93,24 @@ class CumProdLowering(Rule):
             return Refusal("opset-too-old", f"opset {ctx.opset} < 11")
         return None
 
-    def rewrite(self, node: ir.Node, ctx: RewriteContext) -> Rewrite:
+    @staticmethod
+    def parse(node: ir.Node) -> tuple[ir.Value, list[int | None], int, bool, bool]:
+        """(x, its shape, the axis in [0, rank), exclusive, reverse) of a node `check` passed."""
         x = node.inputs[0]
-        assert x is not None and x.dtype is not None  # check() passed
-        shape = static_shape(x)
+        shape = static_shape(x) if x is not None else None
         axis_value = const_array(node.inputs[1])
-        assert shape is not None and axis_value is not None  # check() passed
-        rank = len(shape)
-        axis = int(axis_value.reshape(-1)[0]) % rank
-        exclusive = bool(attr_int(node, "exclusive"))
-        reverse = bool(attr_int(node, "reverse"))
+        assert x is not None and shape is not None and axis_value is not None  # check()
+        return (
+            x,
+            shape,
+            int(axis_value.reshape(-1)[0]) % len(shape),
+            bool(attr_int(node, "exclusive")),
+            bool(attr_int(node, "reverse")),
+        )
+
+    def rewrite(self, node: ir.Node, ctx: RewriteContext) -> Rewrite:
+        x, shape, axis, exclusive, reverse = self.parse(node)
+        assert x.dtype is not None  # check() passed
         e = Emitter(ctx, node.name or "CumProd")
         n = shape[axis]
         width = ctx.options.get("max_io_width")

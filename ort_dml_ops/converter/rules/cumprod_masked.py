@@ -14,10 +14,14 @@ from __future__ import annotations
 
 import onnx_ir as ir
 
-from ._base import Refusal, Rewrite, RewriteContext, attr_int, const_array, static_shape
+from ._base import Refusal, Rewrite, RewriteContext
 from .cumprod import CumProdLowering
 from .emitter import Emitter
 from .masked_scan import WIDTHS, scan_masked_product
+
+#: non-view kernels of the lowering on the DML EP and the WebGPU plugin, whatever the shape
+#: (tools/lowering_budget.py; cost.py weighs it, tests/converter/rules/test_cumprod.py counts it)
+KERNELS = 30
 
 
 class CumProdMaskedBlocks(CumProdLowering):
@@ -35,29 +39,17 @@ class CumProdMaskedBlocks(CumProdLowering):
                 "masked blocks fold with ReduceProd: ONNX Runtime's CPU EP has none for "
                 "float16 and saturates integer products",
             )
-        shape = static_shape(x)
-        axis_value = const_array(node.inputs[1])
-        assert shape is not None and axis_value is not None  # the scan's check passed
-        if shape[int(axis_value.reshape(-1)[0]) % len(shape)] is not None:
+        _, shape, axis, _, _ = self.parse(node)
+        if shape[axis] is not None:
             return Refusal(
                 "static-axis", "the axis length is static: cumprod.py's plans weigh it"
             )
         return None
 
     def rewrite(self, node: ir.Node, ctx: RewriteContext) -> Rewrite:
-        x = node.inputs[0]
-        shape = static_shape(x) if x is not None else None
-        axis_value = const_array(node.inputs[1])
-        assert x is not None and shape is not None and axis_value is not None  # check()
+        x, shape, axis, exclusive, reverse = self.parse(node)
         e = Emitter(ctx, node.name or "CumProd")
-        y = scan_masked_product(
-            e,
-            x,
-            int(axis_value.reshape(-1)[0]) % len(shape),
-            len(shape),
-            bool(attr_int(node, "exclusive")),
-            bool(attr_int(node, "reverse")),
-        )
+        y = scan_masked_product(e, x, axis, len(shape), exclusive, reverse)
         return e.done(
             [y],
             "symbolic axis length: blocks of masked products (widths "

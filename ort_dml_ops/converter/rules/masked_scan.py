@@ -57,8 +57,7 @@ def scan_masked_product(
     safe = [sizes.maximum(e, d, 1) for d in dims]
     n = dims[axis]
     # the top level's pads: the axis to whole blocks towards its carry side, the others to 1
-    blocks, _ = _blocks(e, safe[axis], WIDTHS[0])
-    length = sizes.mul(e, blocks, WIDTHS[0])
+    blocks, length = _blocks(e, safe[axis], WIDTHS[0])
     before: list[Size] = [0] * rank
     after = [sizes.sub(e, s, d) for s, d in zip(safe, dims)]
     after[axis] = sizes.sub(e, length, n)
@@ -92,11 +91,11 @@ def scan_masked_product(
 
 
 def _blocks(e: Emitter, m: Size, width: int) -> tuple[Size, Size]:
-    """(blocks, pad): ⌊m / width⌋ + 1 blocks, whose pad (1 to width items) is never empty, so
-    the scan holds the identity one item before its first real item (after its last,
-    reversed)."""
+    """(blocks, their length in items): ⌊m / width⌋ + 1 blocks, whose pad (1 to width items
+    past m) is never empty, so the scan holds the identity one item before its first real item
+    (after its last, reversed)."""
     blocks = sizes.add(e, _floor_div(e, m, width), 1)
-    return blocks, sizes.sub(e, sizes.mul(e, blocks, width), m)
+    return blocks, sizes.mul(e, blocks, width)
 
 
 def _floor_div(e: Emitter, a: Size, b: int) -> Size:
@@ -128,8 +127,8 @@ def _carry(
     it (after it, reversed): their scan, padded with the identity, read one item towards the
     pad."""
     if widths:
-        blocks, pad = _blocks(e, count, widths[0])
-        padded = _pad_axis1(e, totals, pad, reverse)  # [P, L, 1, I]
+        blocks, length = _blocks(e, count, widths[0])
+        padded = _pad_axis1(e, totals, sizes.sub(e, length, count), reverse)  # [P, L, 1, I]
         blocked = e.reshape(padded, [0, -1, widths[0], 0])
         scan = _level(e, blocked, blocks, reverse, widths)
         scan = e.reshape(scan, [0, -1, 1, 0])

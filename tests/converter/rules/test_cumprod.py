@@ -15,6 +15,7 @@ import pytest
 
 from ort_dml_ops import DOMAIN
 from ort_dml_ops.conversion import convert
+from ort_dml_ops.converter.rules import cumprod_masked
 from ort_dml_ops.converter.rules.blockscan import block_size
 
 from ._util import op_types, run_cpu, single_op
@@ -319,7 +320,7 @@ def test_float32_symbolic_scan_is_masked_blocks_exact_at_every_level(
     assert node.action == "lowered" and "masked products" in node.note
     from ort_dml_ops.bench.budget import count_kernels
 
-    assert count_kernels(r.model, target).kernels == 30
+    assert count_kernels(r.model, target).kernels == 30 == cumprod_masked.KERNELS
     rng = np.random.default_rng(exclusive * 2 + reverse)
 
     def factors(dims):
