@@ -38,7 +38,9 @@ def _model(nodes, inputs, outputs, inits=(), opset=17):
         ],
         [nh.from_array(np.asarray(v), k) for k, v in inits],
     )
-    m = h.make_model(g, opset_imports=[h.make_opsetid("", opset)], ir_version=8)
+    # the IR version that brought the opset (8: 18, 9: 19 and 20, 10: 21)
+    ir = 8 if opset <= 18 else 9 if opset <= 20 else 10
+    m = h.make_model(g, opset_imports=[h.make_opsetid("", opset)], ir_version=ir)
     # the outputs typed as onnx infers them (the checker's full check wants their shapes)
     done = onnx.shape_inference.infer_shapes(m).graph
     inferred = {v.name: v for v in list(done.value_info) + list(done.output)}
@@ -221,6 +223,19 @@ def _view(
     return _model(nodes, inputs, outputs, SHAPE_INITS, opset=opset)
 
 
+def _view_chain(opset):
+    """Relu → Reshape [6] → Reshape [3, 2] → Relu: FuseContiguousReshapes' case (a chain of
+    views ending in a static shape becomes one Reshape, `<first>_new_reshape`)."""
+    nodes = [
+        h.make_node("Relu", ["x"], ["a"], name="relu0"),
+        h.make_node("Reshape", ["a", "s1"], ["b"], name="r1"),
+        h.make_node("Reshape", ["b", "s2"], ["c"], name="r2"),
+        h.make_node("Relu", ["c"], ["y"], name="relu"),
+    ]
+    inits = [("s1", np.array([6], np.int64)), ("s2", np.array([3, 2], np.int64))]
+    return _model(nodes, [("x", F32, [2, 3])], [("y", F32, [3, 2])], inits, opset)
+
+
 CASES = {
     # MatMulAddFusion
     "matmul_add_2d_fused": lambda: _matmul_add([4, 8]),
@@ -253,6 +268,13 @@ CASES = {
     # ReshapeFusion: a Concat-built shape
     "view_of_own_dims_fused": lambda: _view(),
     "view_of_own_dims_opset11_fused": lambda: _view(opset=11),
+    # Reshape-19 and -21: ORT 1.31 fuses them; onnxruntime-directml 1.24.4 fuses neither rule
+    # (Target.reshape_fusion_versions), so the lane's run of these cases keeps every node
+    "view_of_own_dims_opset19": lambda: _view(opset=19),
+    "view_of_own_dims_opset21": lambda: _view(opset=21),
+    "view_chain_opset17_fused": lambda: _view_chain(17),
+    "view_chain_opset19": lambda: _view_chain(19),
+    "view_chain_opset21": lambda: _view_chain(21),
     "view_shape_read_elsewhere_keeps_shape": lambda: _view(
         extra=[h.make_node("Gather", ["s", "i1"], ["gc"], name="gatherc", axis=0)],
         extra_outputs=[("gc", T.INT64)],

@@ -104,6 +104,7 @@ def optimize(
     has_cpu_kernel,
     symbols: dict | None = None,
     reshape_by_names: bool = True,
+    reshape_versions: frozenset[int] | None = None,
 ) -> None:
     """Level-1 optimizers on one graph level and its subgraphs, until a round changes nothing.
 
@@ -111,7 +112,9 @@ def optimize(
     graph: once every pass in a row has left it alone, the rest of the round and the next one
     would too, so they are not run (the graph ORT ends with is the same). `symbols`: value ->
     its dims' symbolic names, where ORT compares dims by them; `reshape_by_names`: ReshapeFusion
-    compares them too (the target's ORT build, `Target.reshape_shapes_by_dim_names`)."""
+    compares them too (the target's ORT build, `Target.reshape_shapes_by_dim_names`);
+    `reshape_versions`: the Reshape versions its ReshapeFusion takes (None: all,
+    `Target.reshape_fusion_versions`)."""
     symbols = symbols or {}
     passes = (
         lambda: rules.apply(graph, types, shapes, opsets),
@@ -120,7 +123,11 @@ def optimize(
         lambda: folding.fold(graph, types, shapes, opsets, has_cpu_kernel),
         lambda: matmul_add_fusion.fuse(graph, types, shapes, opsets, symbols),
         lambda: reshape_fusion.fuse(
-            graph, shapes, symbols if reshape_by_names else None
+            graph,
+            shapes,
+            symbols if reshape_by_names else None,
+            opsets,
+            reshape_versions,
         ),
         lambda: qdq_propagation.propagate(graph, opsets),
         lambda: qdq.ensure_unique_dq(graph, types, shapes),
@@ -141,7 +148,14 @@ def optimize(
     for node in graph.nodes:
         for _, sg in node.subgraphs:
             optimize(
-                sg, types, shapes, opsets, has_cpu_kernel, symbols, reshape_by_names
+                sg,
+                types,
+                shapes,
+                opsets,
+                has_cpu_kernel,
+                symbols,
+                reshape_by_names,
+                reshape_versions,
             )
 
 
@@ -186,6 +200,7 @@ def run(
             has_cpu_kernel,
             symbols,
             tgt.reshape_shapes_by_dim_names,
+            tgt.reshape_fusion_versions,
         )
     result = Result()
     _place(graph, tgt, opsets, types, shapes, result, outer_implicit=(), label="")

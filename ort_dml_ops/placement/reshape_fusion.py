@@ -1,6 +1,9 @@
 """``ReshapeFusion`` (level 1): a Reshape's Concat-built shape becomes a constant
 (``reshape_shape_fusion.py``, tried first), else a chain of reshapes becomes one node.
 
+Both rules take a Reshape of the versions the ORT build lists (``Target.reshape_fusion_versions``:
+onnxruntime-directml 1.24.4 fuses no Reshape-19 or -21, ORT 1.31 every version; measured).
+
 The chain rule mirrors ``core/optimizer/reshape_fusion.cc`` ``ReshapeFusion::FuseContiguousReshapes``: starting
 at a ``Reshape`` (topological order), follow single consumers while they are
 Reshape/Squeeze/Unsqueeze and the current node makes no graph output; if the chain has two or
@@ -14,17 +17,28 @@ from __future__ import annotations
 import numpy as np
 import onnx
 
-from .graph import Graph, Initializer, Node
+from .graph import Graph, Initializer, Node, since_version
 from .reshape_shape_fusion import fuse_subgraph
 
 _CHAIN = ("Reshape", "Squeeze", "Unsqueeze")
 
 
-def fuse(graph: Graph, shapes: dict, symbols: dict | None = None) -> bool:
-    """One pass over the Reshapes; `symbols`: see ``reshape_shape_fusion.fuse_subgraph``."""
+def fuse(
+    graph: Graph,
+    shapes: dict,
+    symbols: dict | None = None,
+    opsets: dict | None = None,
+    versions: frozenset[int] | None = None,
+) -> bool:
+    """One pass over the Reshapes; `symbols`: see ``reshape_shape_fusion.fuse_subgraph``;
+    `versions`: the Reshape since-versions the build's ReshapeFusion takes (ApplyImpl's
+    ``IsSupportedOptypeVersionAndDomain``, before either rule), None for all; `opsets`: the
+    model's imports, which resolve a node's version."""
     changed = False
     for first in graph.topological():
         if first.dead or first.op_type != "Reshape" or first.domain != "":
+            continue
+        if versions is not None and since_version(first, opsets or {}) not in versions:
             continue
         if fuse_subgraph(graph, first, shapes, symbols):
             changed = True

@@ -109,6 +109,7 @@ def get_target(name: str = "dml") -> Target:
             kernels.recorded(DML_TABLE),
             kernels.recorded(DML_CPU_TABLE),
             reshape_shapes_by_dim_names=False,
+            reshape_fusion_versions=frozenset({5, 13, 14}),
         )
     cpu = kernels.live(CPU) or kernels.recorded(DML_CPU_TABLE)
     if key == "cuda":

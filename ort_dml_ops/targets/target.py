@@ -106,6 +106,7 @@ class Target:
         cost_facts: Mapping | None = None,
         cpu_preferred: bool = True,
         reshape_shapes_by_dim_names: bool = True,
+        reshape_fusion_versions: frozenset[int] = frozenset({5, 13, 14, 19, 21}),
     ):
         self.name = name
         #: does ReshapeFusion take Shape(v)[i] for dim i of the Reshape's data where v's dim i
@@ -113,6 +114,12 @@ class Target:
         #: every dim by value only (measured: tests/dml/test_placement_fusions_dml.py,
         #: placement/reshape_shape_fusion.py)
         self.reshape_shapes_by_dim_names = reshape_shapes_by_dim_names
+        #: the Reshape since-versions ReshapeFusion takes (reshape_fusion.cc's version list): ORT
+        #: 1.31 takes every one; onnxruntime-directml 1.24.4 none from 19 on, so neither a
+        #: Concat-built shape nor a chain of views is fused in a model importing opset 19 or
+        #: later (measured: tests/test_placement_fusions.py's `*_opset19` / `*_opset21` cases
+        #: on the lane)
+        self.reshape_fusion_versions = reshape_fusion_versions
         #: does the EP's GetCapability move shape-computing nodes to the CPU (GetCpuPreferredNodes,
         #: fallback_cpu_capability.cc)? The in-tree GPU EPs do; the WebGPU *plugin* does not (measured)
         self.cpu_preferred = cpu_preferred

@@ -5,10 +5,12 @@ ORT's optimizers run before partitioning, so the fusions are the EP's build's ow
 case's `inspect --target dml` must name every node ORT ran, on ORT's EP, and no node ORT did not
 run (`placement.compare`), from ORT's assignment record. One lane batch for the module.
 
-The builds differ on one case, and `inspect` models both: 1.24.4's ReshapeFusion does not take
+The builds differ in two ways, and `inspect` models both: 1.24.4's ReshapeFusion does not take
 `Shape(v)` for the Reshape's data when v's shape equals the data's only by symbolic dim names
 (`view_shape_of_an_equal_shaped_value_fused`: 1.31 fuses it, 1.24.4 runs every node;
-`Target.reshape_shapes_by_dim_names`).
+`Target.reshape_shapes_by_dim_names`), and it fuses no Reshape-19 or -21 at all, neither a
+Concat-built shape nor a chain of views (`view_of_own_dims_opset19` / `_opset21`,
+`view_chain_opset19` / `_opset21`; `Target.reshape_fusion_versions`).
 """
 
 from __future__ import annotations

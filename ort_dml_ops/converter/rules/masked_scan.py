@@ -128,7 +128,9 @@ def _carry(
     pad."""
     if widths:
         blocks, length = _blocks(e, count, widths[0])
-        padded = _pad_axis1(e, totals, sizes.sub(e, length, count), reverse)  # [P, L, 1, I]
+        padded = _pad_axis1(
+            e, totals, sizes.sub(e, length, count), reverse
+        )  # [P, L, 1, I]
         blocked = e.reshape(padded, [0, -1, widths[0], 0])
         scan = _level(e, blocked, blocks, reverse, widths)
         scan = e.reshape(scan, [0, -1, 1, 0])
