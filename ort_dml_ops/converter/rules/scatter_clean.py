@@ -102,15 +102,15 @@ def last_writes(
     update number aimed at it, which one ScatterElements with reduction max finds (int32
     atomics in the plugin's shader, exact whatever order they run in); then every update
     writes that winner's value, so updates racing for one position write the same bits.
-    Kernels: the winners (an Expand of −1 and the max scatter), two Gathers, the write: 5,
-    against the sort's 13 (TopK, its run flags and the dummy slot). Positions are < M
+    Kernels: the winners (an Expand of −1, which ORT folds where M is static, and the max
+    scatter), two Gathers, the write: 5 with static sizes, against the sort's 13 (TopK, its run
+    flags and the dummy slot). Positions are < M
     (the graph's guard fails the run otherwise); `pos` and `vals` are 1-D, K items."""
     numbers = sizes.iota(e, K, np.int32)
     nobody = e.op("Expand", e.const(np.asarray([-1], np.int32)), sizes.concat(e, [M]))
     winner = e.op("ScatterElements", nobody, pos, numbers, axis=0, reduction="max")
-    won = e.op(
-        "Gather", winner, pos, axis=0
-    )  # int32: GatherElements is float-only there
+    # a Gather: the plugin's GatherElements takes float data only
+    won = e.op("Gather", winner, pos, axis=0)
     return e.op("ScatterElements", flat, pos, e.take(vals, won), axis=0)
 
 
