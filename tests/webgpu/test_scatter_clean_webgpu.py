@@ -25,6 +25,25 @@ pytestmark = pytest.mark.webgpu
 GUARD_OPS = {"ReduceMin", "ReduceMax", "Less", "Equal", "Or", "Where"}
 
 
+def _on_plugin_and_ort_cpu(low, native, feeds):
+    """(the plugin's session of `low`, its output, ORT's CPU kernel's output of `native`)."""
+    s = webgpu_session(low)
+    want = ort.InferenceSession(
+        native.SerializeToString(), providers=["CPUExecutionProvider"]
+    ).run(None, feeds)[0]
+    return s, s.run(None, feeds)[0], want
+
+
+def _cpu_ops(model, session) -> set:
+    """The op types of `model`'s nodes that ORT's assignment record puts on the CPU EP."""
+    ops = {n.name: n.op_type for n in model.graph.node}
+    return {
+        ops[name]
+        for name, ep in placement(session).items()
+        if ep == "CPUExecutionProvider" and name in ops
+    }
+
+
 def _model(reduction, axis, shape=(64, 48)):
     from ort_dml_ops.bench import models
 
@@ -52,12 +71,7 @@ def test_clean_scatter_runs_on_webgpu_without_copies(
         np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
     else:
         np.testing.assert_array_equal(got, want)
-    ops = {n.name: n.op_type for n in low.graph.node}
-    on_cpu = {
-        ops[name]
-        for name, ep in placement(s).items()
-        if ep == "CPUExecutionProvider" and name in ops
-    }
+    on_cpu = _cpu_ops(low, s)
     assert on_cpu <= (GUARD_OPS if check else set()), on_cpu
     copies, _ = W._copies(low, False, feeds)
     assert copies == (1 if check else 0)
@@ -159,11 +173,7 @@ def test_float_block_folds_on_webgpu_equal_ort_kernel(
     model = _symbolic(native) if symbolic else native
     low = convert(model, "webgpu", strategy="lower", with_inspect=False).model
     feeds = {"data": data, "indices": idx, "updates": upd}
-    s = webgpu_session(low)
-    got = s.run(None, feeds)[0]
-    want = ort.InferenceSession(
-        native.SerializeToString(), providers=["CPUExecutionProvider"]
-    ).run(None, feeds)[0]
+    s, got, want = _on_plugin_and_ort_cpu(low, native, feeds)
     assert np.array_equal(np.isnan(got), np.isnan(want))
     keep = ~np.isnan(want)
     np.testing.assert_array_equal(got[keep].view(np.uint8), want[keep].view(np.uint8))
@@ -172,12 +182,7 @@ def test_float_block_folds_on_webgpu_equal_ort_kernel(
     if (
         not symbolic
     ):  # (run-time sizes: int64 shape arithmetic on the CPU, no data there)
-        ops = {n.name: n.op_type for n in low.graph.node}
-        on_cpu = {
-            ops[name]
-            for name, ep in placement(s).items()
-            if ep == "CPUExecutionProvider" and name in ops
-        }
+        on_cpu = _cpu_ops(low, s)
         assert on_cpu <= GUARD_OPS, on_cpu
 
 
@@ -244,23 +249,14 @@ def test_last_writer_without_reduction_equals_ort_kernel(
     assert sorted(kinds) == ([b"max", b"none"] if symbolic or upd.size else [])
     assert "TopK" not in {n.op_type for n in low.graph.node}
     feeds = {"data": data, "indices": idx, "updates": upd}
-    s = webgpu_session(low)
-    got = s.run(None, feeds)[0]
-    want = ort.InferenceSession(
-        native.SerializeToString(), providers=["CPUExecutionProvider"]
-    ).run(None, feeds)[0]
+    s, got, want = _on_plugin_and_ort_cpu(low, native, feeds)
     assert got.shape == want.shape
     np.testing.assert_array_equal(got.view(np.uint8), want.view(np.uint8))
     if data.size and upd.size:
         copies, _ = W._copies(low, False, feeds)
         assert copies == 1  # the indices' upload, as with the native kernel
     if not symbolic:
-        ops = {n.name: n.op_type for n in low.graph.node}
-        on_cpu = {
-            ops[name]
-            for name, ep in placement(s).items()
-            if ep == "CPUExecutionProvider" and name in ops
-        }
+        on_cpu = _cpu_ops(low, s)
         assert on_cpu <= GUARD_OPS, on_cpu
 
 
