@@ -142,6 +142,7 @@ class OpCase:
     symbolic: bool = False  # every dim a named dim_param
     reduction: str | None = None  # scatters only
     axis: int = 1  # ScatterElements, CumProd, CumSum (2-D data)
+    opset: int = 18  # scatters' ai.onnx import
 
     @property
     def label(self) -> str:
@@ -159,7 +160,7 @@ def _model(nodes, inputs, output, dtype, inits=(), opset=18, domain=False):
 
 def build_model(case: OpCase, n: int = 300) -> onnx.ModelProto:
     """The single-op model of `case` on [n, n] data (symbolic: dims d0, d1; the scatter's
-    indices k0, k1 for ScatterElements, [k, 1] for ScatterND). Scatters: opset 18; CumProd:
+    indices k0, k1 for ScatterElements, [k, 1] for ScatterND). Scatters: `case.opset`; CumProd:
     the project's domain under opset 21, as tools/bench_lowering.py builds it."""
     t = _ONNX_TYPE[case.dtype]
     data: list[str | int] = ["d0", "d1"] if case.symbolic else [n, n]
@@ -184,7 +185,7 @@ def build_model(case: OpCase, n: int = 300) -> onnx.ModelProto:
             tensor("indices", TensorProto.INT64, idx),
             tensor("updates", t, upd),
         ]
-        return _model([node], inputs, data, case.dtype)
+        return _model([node], inputs, data, case.dtype, opset=case.opset)
     custom = case.op == "CumProd"
     node = helper.make_node(
         case.op, ["x", "axis"], ["y"], domain=DOMAIN if custom else ""

@@ -29,7 +29,7 @@ import numpy as np
 import onnx_ir as ir
 
 from ._base import const_array, static_shape
-from .scatter_clean import SCATTER_MAX_OPSET
+from .scatter_clean import applies, writes_last
 
 #: full-size write passes of the lowered scatter, (static shapes, every dim symbolic), measured
 #: (bench/passes.py, views excluded) at [1000, 1000] float32 (int32 for int_max_min), K = 1e6
@@ -248,7 +248,7 @@ def node_costs(
     if lowerable:
         clean = family == "scatter" and _clean(node, target)
         kind = _reduction(node) if family == "scatter" else None
-        if clean and kind == "none" and opset < SCATTER_MAX_OPSET:
+        if clean and kind == "none" and not writes_last(kind, opset):
             kind = "none_sorted"
         lowered_passes = _lowered_passes(node, family, clean, kind)
         if lowered_passes is not None:
@@ -257,7 +257,7 @@ def node_costs(
                 copies = WEBGPU_CLEAN_SCATTER_COPIES
                 note += "; WebGPU-clean variant: the index guard's upload of the indices only"
             elif family == "scatter" and target == "webgpu":
-                copies = WEBGPU_SCATTER_COPIES.get(_reduction(node), 55)
+                copies = WEBGPU_SCATTER_COPIES.get(kind or "", 55)
                 note += "; copies measured on the WebGPU plugin (ops it lacks: TopK int32, MaxUnpool, int Slice)"
             elif family == "scatter" and target != "cpu":
                 copies, note = 1, note + "; the index guard's flag (one per model)"
@@ -504,8 +504,6 @@ def _static(node: ir.Node) -> bool:
 
 def _clean(node: ir.Node, target: str) -> bool:
     """Does the scatter rule take its WebGPU-clean variant for `node` (scatter_clean.applies)?"""
-    from .scatter_clean import applies
-
     data = node.inputs[0] if node.inputs else None
     if data is None:
         return False

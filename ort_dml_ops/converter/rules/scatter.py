@@ -233,9 +233,7 @@ class ScatterLowering(Rule):
         # on the device (the clean variant computes it on the CPU), the rest on the CPU
         host_ok = both(e, index_ok, size_guard(e, K, M, clean), clean)
         # without a reduction from opset 18 the clean variant sorts nothing: no float keys
-        last_writes = (
-            clean and red == "none" and e.opset >= scatter_clean.SCATTER_MAX_OPSET
-        )
+        last_writes = clean and scatter_clean.writes_last(red, e.opset)
         if clean and not last_writes:
             host_ok = both(e, host_ok, scatter_clean.size_guard(e, M), clean)
         host_ok = both(e, host_ok, shape_ok, clean)

@@ -93,6 +93,12 @@ def rows_of(
 SCATTER_MAX_OPSET = 18
 
 
+def writes_last(red: str, opset: int) -> bool:
+    """Does the clean variant scatter `red` by `last_writes` (no sort) at this opset? The
+    rule (scatter.py) and the cost model (cost.py) both ask."""
+    return red == "none" and opset >= SCATTER_MAX_OPSET
+
+
 def last_writes(
     e: Emitter, flat: ir.Value, pos: ir.Value, vals: ir.Value, K: Size, M: Size
 ) -> ir.Value:

@@ -21,15 +21,25 @@ from ._util import op_types, run_cpu, single_op
 FORBIDDEN = {"ScatterElements", "ScatterND", "Scatter", "OneHot"}
 
 
+def clean_scatters_write(model) -> bool:
+    """Are the ScatterElements of a WebGPU-clean lowering writes (no reduction), or, without a
+    reduction from opset 18, the winners' max scatter into an Expand of −1
+    (scatter_clean.last_writes)?"""
+    producers = {o: n.op_type for n in model.graph.node for o in n.output}
+    for n in model.graph.node:
+        if n.op_type != "ScatterElements":
+            continue
+        red = next((a.s for a in n.attribute if a.name == "reduction"), b"none")
+        winners = red == b"max" and producers.get(n.input[0]) == "Expand"
+        if red != b"none" and not winners:
+            return False
+    return True
+
+
 def lowered(model, target="dml"):
     r = convert(model, target, strategy="lower")
-    if target == "webgpu":  # its write is one ScatterElements without a reduction, and
-        # without one from opset 18 the winners' max scatter into an Expand of −1
-        producers = {o: n.op_type for n in r.model.graph.node for o in n.output}
-        for n in r.model.graph.node:
-            red = [a.s for a in n.attribute if a.name == "reduction"]
-            winners = red == [b"max"] and producers.get(n.input[0]) == "Expand"
-            assert n.op_type != "ScatterElements" or red in ([], [b"none"]) or winners
+    if target == "webgpu":  # its writes: see clean_scatters_write
+        assert clean_scatters_write(r.model)
     else:
         assert not {t for _, t in op_types(r.model)} & FORBIDDEN
     onnx.checker.check_model(r.model, full_check=True)

@@ -16,7 +16,7 @@ import pytest
 from ort_dml_ops.conversion import convert
 
 from ._util import op_types, run_cpu, single_op
-from .test_scatter import _bits_equal, elements_model
+from .test_scatter import _bits_equal, clean_scatters_write, elements_model
 
 #: ops the WebGPU plugin (0.4.0) has no kernel for, for any type (targets/data/webgpu_0.4.0.json)
 NO_WEBGPU_KERNEL = {"MaxUnpool", "IsNaN", "ConstantOfShape"}
@@ -31,12 +31,8 @@ def clean(model, **kw):
     # max / min also writes each run's last NaN), and without one from opset 18 the int32
     # winners' max scatter (scatter_clean.last_writes: its data an Expand of −1)
     assert 1 <= len(scatters) <= 2
-    producers = {o: n for n in ops for o in n.output}
-    for n in scatters:
-        assert n.op_type == "ScatterElements"
-        reduction = next((a.s for a in n.attribute if a.name == "reduction"), b"none")
-        winners = reduction == b"max" and producers[n.input[0]].op_type == "Expand"
-        assert reduction == b"none" or winners
+    assert all(n.op_type == "ScatterElements" for n in scatters)
+    assert clean_scatters_write(r.model)
     assert not {t for _, t in op_types(r.model)} & NO_WEBGPU_KERNEL
     return r
 
