@@ -265,6 +265,18 @@ def _lean_cases():
             m = _scatter18(dshape, ishape, axis, red)
             feeds = {"data": data, "indices": idx, "updates": upd}
             cases.append((f"lean_float_{red}_axis{axis}", m, feeds))
+        # every dim at run time: each sorted position's predecessor is one Pad that crops its
+        # end (segscan.shift) on the DML EP, and no update at all leaves the data as it is
+        m = _scatter18(["N", 3], ["K", 3], 0, red)
+        for k in (0, 700):
+            data = rng.integers(-3, 4, (6, 3)).astype(np.float32)
+            data[rng.random(data.shape) < 0.2] = np.nan
+            upd = rng.integers(-3, 4, (k, 3)).astype(np.float32)
+            upd[rng.random(upd.shape) < 0.1] = np.nan
+            upd[rng.random(upd.shape) < 0.2] = -0.0
+            idx = rng.integers(-6, 6, (k, 3)).astype(np.int64)
+            feeds = {"data": data, "indices": idx, "updates": upd}
+            cases.append((f"lean_float_{red}_symbolic_k{k}", m, feeds))
     for axis, dshape, ishape in ((1, [4, 6], [4, 30]), (0, [5, 3], [3000, 3])):
         # the block sums (blocksum.py): small integers sum exactly in any order; −0.0 runs,
         # inf − inf and NaN as ORT's kernel gives them; 9,000 updates reach three levels

@@ -43,8 +43,8 @@ SCATTER_PASSES = {
     "mul": (42.8, 79.6),
     # the sort-based folds (scatter_lean.py): three sorts and a prefix count for float max /
     # min, two sorts for integers, one sort and one CumSum for integer add
-    "max": (39.5, 43.8),
-    "min": (39.5, 43.8),
+    "max": (38.5, 42.8),
+    "min": (38.5, 42.8),
     "int_max_min": (20.3, 23.3),
     "int_add": (28.5, 32.5),
     # integer mul: block folds by halving Muls (blocksum.INTEGER_PRODUCT) — three times the
@@ -69,13 +69,13 @@ WEBGPU_CLEAN_SCATTER_PASSES = {
     # none from opset 18: the winners' int32 max scatter, then the write (last_writes); before
     # it ScatterElements has no max: the sort and the dummy slot
     "none": (6.0, 8.0),
-    "none_sorted": (14.3, 14.3),
-    "add": (36.5, 48.7),
-    "mul": (42.8, 77.6),
+    "none_sorted": (13.3, 13.3),
+    "add": (35.5, 47.7),
+    "mul": (41.8, 76.6),
     # float max / min: three sorts (scatter_clean.sorted_max_min), the value sort's keys padded
     # to a power of two (ORT's WebGPU TopK pads with ∓max itself: `_padded_to_power_of_two`)
-    "max": (39.0, 39.0),
-    "min": (39.0, 39.0),
+    "max": (37.0, 37.0),
+    "min": (37.0, 37.0),
 }
 WEBGPU_CLEAN_SCATTER_COPIES = 1
 #: the blocked Mul / Add scans (CumProd, WebGPU's CumSum) at [1000, 1000] float32, every kernel
@@ -99,8 +99,8 @@ SCATTER_KERNELS = {
     "none": (11, 17),
     "add": (47, 64),
     "mul": (50, 68),
-    "max": (39, 45),
-    "min": (39, 45),
+    "max": (38, 44),
+    "min": (38, 44),
     "int_max_min": (21, 25),
     "int_add": (31, 36),
     "int_mul": (78, 107),
@@ -108,11 +108,11 @@ SCATTER_KERNELS = {
 #: the WebGPU-clean variant's kernels on the WebGPU plugin, counted the same way
 WEBGPU_CLEAN_SCATTER_KERNELS = {
     "none": (5, 9),
-    "none_sorted": (12, 15),
-    "add": (44, 62),
-    "mul": (45, 63),
-    "max": (37, 40),
-    "min": (37, 40),
+    "none_sorted": (11, 14),
+    "add": (43, 61),
+    "mul": (44, 62),
+    "max": (35, 38),
+    "min": (35, 38),
 }
 
 

@@ -170,7 +170,7 @@ def scatter_clean(
         # the dummy's updates read the padding's 0 (position M): never written back
         result = e.op(fold.op, e.take(_padded(e, flat, dt), spos), folded)
     # a run's earlier updates go to the dummy (the Where's branches swapped: no Not)
-    going_on = not_last(e, sk, np.float32)
+    going_on = not_last(e, sk, K, np.float32)
     target = e.op("Where", going_on, sizes.on_device(e, M, np.int32), spos)
     written = e.op("ScatterElements", _padded(e, flat, dt), target, result, axis=0)
     return e.op("Slice", written, e.i64([0]), sizes.tensor(e, M), e.i64([0]))
@@ -251,7 +251,7 @@ def sorted_max_min(
     winners = take(e, take(e, items, by_key, row), by_group, row)
     m = sizes.on_device(e, M, np.float32)
     target = e.cast(
-        e.op("Where", not_last(e, wpos, np.float32), m, wpos), ir.DataType.INT32
+        e.op("Where", not_last(e, wpos, K, np.float32), m, wpos), ir.DataType.INT32
     )
     written = e.op("ScatterElements", _padded(e, flat, dt), target, winners, axis=0)
     return e.op("Slice", written, e.i64([0]), sizes.tensor(e, M), e.i64([0]))

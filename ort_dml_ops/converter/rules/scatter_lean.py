@@ -27,7 +27,7 @@ when the session is created; the segmented scan of `segscan.py` folds runs exact
   stably by group, leaves each run's winner last: the NaN starting a group precedes the equal
   keys after it, so it wins only where nothing follows it. No NaN is ever a sort key, and
   values are copied, never recomputed (bit-exact: NaN payloads and signed zeros). Three sorts
-  and one prefix count: 39 kernels on the DML EP where the sort-per-NaN construction took 53.
+  and one prefix count: 38 kernels on the DML EP where the sort-per-NaN construction took 53.
 
 Every write is a MaxUnpool at each run's position; other items go to a dummy position M that is
 sliced off. It unpools slot numbers (float32, exact below 2^24: K is guarded; `unpool_slots`),
@@ -41,8 +41,10 @@ import numpy as np
 import onnx_ir as ir
 
 from . import blocksum, sizes
+from .blockscan_symbolic import crops
 from .emitter import Emitter
 from .scatter_guard import MAX_SLOTS
+from .segscan import shift
 from .sizes import Size
 
 
@@ -87,10 +89,14 @@ def continues(
 ) -> tuple[ir.Value, ir.Value]:
     """(not first, not last) of each sorted position's run: equal to the one before / after.
 
-    One Pad of −1 on both ends gives both neighbours (−1 is below every position), so the
-    flags are right for any K, 0 included, with no Concat of a constant flag. `key_dtype`: the
-    sorted keys' type (float32 in the WebGPU-clean variant, scatter_clean.py)."""
+    Padded with −1 (below every position), so the flags are right for any K, 0 included, with
+    no Concat of a constant flag: two cropping Pads where the target crops both ways (WebGPU:
+    `segscan.shift`), else one Pad on both ends and a Slice for each neighbour. `key_dtype`:
+    the sorted keys' type (float32 in the WebGPU-clean variant, scatter_clean.py)."""
     edge = e.const(np.asarray(-1, dtype=key_dtype))
+    if crops(e) and crops(e, reverse=True):
+        before, after = shift(e, spos, 1, K, edge), shift(e, spos, -1, K, edge)
+        return e.op("Equal", spos, before), e.op("Equal", spos, after)
     padded = e.op("Pad", spos, e.i64([1, 1]), edge, mode="constant")
     before = e.op("Slice", padded, e.i64([0]), sizes.tensor(e, K), e.i64([0]))
     after = e.op("Slice", padded, e.i64([2]), e.i64([2**62]), e.i64([0]))
@@ -255,7 +261,7 @@ def block_fold(
         dtype=work.numpy(),
         spare=add,
     )
-    target = _write_target(e, spos, not_last(e, spos), M)
+    target = _write_target(e, spos, not_last(e, spos, K), M)
     if add:
         return _minus_unpooled_sums(e, flat, folded, target, K, M, dt)
     last = unpool_slots(e, target, K, M)
@@ -290,15 +296,14 @@ def _minus_unpooled_sums(
     return e.op("Sub", flat, minus)
 
 
-def not_last(e: Emitter, spos: ir.Value, key_dtype: type = np.int32) -> ir.Value:
-    """Whether each sorted position's run goes on after it: one Pad of −1 at the end (below
-    every position), one Slice, one Equal. `key_dtype`: the keys' type (float32 in the
-    WebGPU-clean variant)."""
+def not_last(
+    e: Emitter, spos: ir.Value, K: Size, key_dtype: type = np.int32
+) -> ir.Value:
+    """Whether each sorted position's run goes on after it: the positions moved back by one,
+    −1 (below every position) after the last (`segscan.shift`), compared. `key_dtype`: the
+    keys' type (float32 in the WebGPU-clean variant)."""
     edge = e.const(np.asarray(-1, dtype=key_dtype))
-    after = e.op(
-        "Slice", e.pad(spos, [0, 1], edge), e.i64([1]), e.i64([2**62]), e.i64([0])
-    )
-    return e.op("Equal", spos, after)
+    return e.op("Equal", spos, shift(e, spos, -1, K, edge))
 
 
 def integer_max_min(
@@ -316,7 +321,7 @@ def integer_max_min(
     by_value, perm1 = sort_by(e, vals, K, row, largest=red == "min")
     spos, perm2 = sort_by(e, take(e, pos, perm1, row), K, row)
     svals = take(e, by_value, perm2, row)
-    going_on = not_last(e, spos)
+    going_on = not_last(e, spos, K)
     last = unpool_slots(e, _write_target(e, spos, going_on, M), K, M)
     return e.op(
         "Max" if red == "max" else "Min", flat, at_slots(e, svals, last, identity)
@@ -358,7 +363,7 @@ def float_max_min(
     order = compose(e, by_key, by_group, row)
     wpos = take(e, spos, order, row)
     winners = take(e, items, order, row)
-    target = _write_target(e, wpos, not_last(e, wpos), M)
+    target = _write_target(e, wpos, not_last(e, wpos, K), M)
     return select_write(e, flat, winners, target, K, M, dt)
 
 
@@ -372,12 +377,10 @@ def compose(e: Emitter, first: ir.Value, then: ir.Value, row: Size | None) -> ir
 def previous(
     e: Emitter, spos: ir.Value, K: Size, key_dtype: type = np.int32
 ) -> ir.Value:
-    """Each sorted position's predecessor, −1 (below every position) before the first: a Pad
-    and a Slice. `key_dtype`: the positions' type (float32 in the WebGPU-clean variant)."""
-    edge = e.const(np.asarray(-1, dtype=key_dtype))
-    return e.op(
-        "Slice", e.pad(spos, [1, 0], edge), e.i64([0]), sizes.tensor(e, K), e.i64([0])
-    )
+    """Each sorted position's predecessor, −1 (below every position) before the first
+    (`segscan.shift`). `key_dtype`: the positions' type (float32 in the WebGPU-clean
+    variant)."""
+    return shift(e, spos, 1, K, e.const(np.asarray(-1, dtype=key_dtype)))
 
 
 def choose(e: Emitter, a: ir.Value, b: ir.Value, take_b: ir.Value, n: Size) -> ir.Value:

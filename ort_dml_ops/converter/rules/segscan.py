@@ -32,6 +32,7 @@ import onnx_ir as ir
 
 from . import sizes
 from .blockscan import scan_static
+from .blockscan_symbolic import crops
 from .emitter import Emitter
 from .sizes import Size
 
@@ -99,9 +100,21 @@ def select_bits(
 
 
 def shift(e: Emitter, x: ir.Value, s: int, n: Size, fill: ir.Value) -> ir.Value:
-    """out[i] = x[i − s] (fill for i < s) for a 1-D x of n elements: Pad then Slice."""
-    padded = e.op("Pad", x, e.i64([s, 0]), fill, mode="constant")
-    return e.op("Slice", padded, e.i64([0]), sizes.tensor(e, n), e.i64([0]))
+    """out[i] = x[i − s] for a 1-D x of n elements, `fill` where i − s is outside it (s < 0:
+    the elements after i).
+
+    ONE Pad where the target's Pad takes the negative pad that drops the |s| elements pushed
+    out (`blockscan_symbolic.crops`: DML for a forward shift only, WebGPU both ways) — a
+    kernel and a full-size pass fewer (issue 28); else a Pad and a Slice back to n."""
+    forward = s >= 0
+    w = abs(s)
+    if crops(e, reverse=not forward):
+        pads = [w, -w] if forward else [-w, w]
+        return e.op("Pad", x, e.i64(pads), fill, mode="constant")
+    padded = e.op("Pad", x, e.i64([w, 0] if forward else [0, w]), fill, mode="constant")
+    if forward:
+        return e.op("Slice", padded, e.i64([0]), sizes.tensor(e, n), e.i64([0]))
+    return e.op("Slice", padded, e.i64([w]), e.i64([2**62]), e.i64([0]))
 
 
 def prefix_count(
