@@ -257,6 +257,8 @@ def _lean_cases():
         for axis, dshape, ishape in ((1, [4, 6], [4, 30]), (0, [5, 3], [40, 3])):
             data = rng.integers(-3, 4, dshape).astype(np.float32)
             data[rng.random(dshape) < 0.2] = np.nan
+            # where it beats every update, the data keeps its sign
+            data[data == 0] = -0.0
             upd = rng.integers(-3, 4, ishape).astype(np.float32)
             upd[rng.random(ishape) < 0.15] = np.nan
             upd[rng.random(ishape) < 0.15] = -0.0
@@ -271,6 +273,7 @@ def _lean_cases():
         for k in (0, 700):
             data = rng.integers(-3, 4, (6, 3)).astype(np.float32)
             data[rng.random(data.shape) < 0.2] = np.nan
+            data[data == 0] = -0.0
             upd = rng.integers(-3, 4, (k, 3)).astype(np.float32)
             upd[rng.random(upd.shape) < 0.1] = np.nan
             upd[rng.random(upd.shape) < 0.2] = -0.0

@@ -43,8 +43,8 @@ SCATTER_PASSES = {
     "mul": (42.8, 79.6),
     # the sort-based folds (scatter_lean.py): three sorts and a prefix count for float max /
     # min, two sorts for integers, one sort and one CumSum for integer add
-    "max": (38.5, 42.8),
-    "min": (38.5, 42.8),
+    "max": (36.0, 40.3),
+    "min": (36.0, 40.3),
     "int_max_min": (20.3, 23.3),
     "int_add": (28.5, 32.5),
     # integer mul: block folds by halving Muls (blocksum.INTEGER_PRODUCT) — three times the

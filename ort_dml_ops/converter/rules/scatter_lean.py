@@ -28,6 +28,8 @@ when the session is created; the segmented scan of `segscan.py` folds runs exact
   keys after it, so it wins only where nothing follows it. No NaN is ever a sort key, and
   values are copied, never recomputed (bit-exact: NaN payloads and signed zeros). Three sorts
   and one prefix count: 38 kernels on the DML EP where the sort-per-NaN construction took 53.
+  The data folds in by a plain Where; an item that took the data is never written, so a run
+  the data wins keeps the data bit for bit (ORT's CPU Where would give +0.0 for its −0.0).
 
 Every write is a MaxUnpool at each run's position; other items go to a dummy position M that is
 sliced off. It unpools slot numbers (float32, exact below 2^24: K is guarded; `unpool_slots`),
@@ -349,7 +351,11 @@ def float_max_min(
     d = e.take(flat, spos)
     first = e.op("Greater", spos, previous(e, spos, K))  # the positions ascend
     take_data = e.op("And", first, e.op(compare, d, svals))
-    items = choose(e, svals, d, take_data, K)
+    # a plain Where, not `choose`'s bit-copying gather (three kernels, four passes): ORT's CPU
+    # Where gives +0.0 for a −0.0 its true branch selects, which changes no step below (the
+    # two zeros compare equal and neither is NaN); and an item that took the data is never
+    # written (step 3), so a run the data wins keeps the data's own bits
+    items = e.op("Where", take_data, d, svals)
     # 2. groups: a run's first update and each NaN start one, numbered by a prefix count, so
     # the number grows along the sorted items and is equal exactly within a group; a run's
     # winner is in its last group (a NaN is replaced by what follows it)
@@ -363,7 +369,8 @@ def float_max_min(
     order = compose(e, by_key, by_group, row)
     wpos = take(e, spos, order, row)
     winners = take(e, items, order, row)
-    target = _write_target(e, wpos, not_last(e, wpos, K), M)
+    data_won = take(e, take_data, order, row)
+    target = _write_target(e, wpos, e.op("Or", not_last(e, wpos, K), data_won), M)
     return select_write(e, flat, winners, target, K, M, dt)
 
 

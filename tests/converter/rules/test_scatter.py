@@ -527,6 +527,16 @@ def test_max_min_nan_exact_cases(reduction):
         (-0.0, [0.0, -0.0], -0.0),
         (-0.0, [0.0], 0.0),
     ]
+    # the data wins its run's first compare and keeps its own bits to the end, −0.0 included
+    # (the lowering then leaves it unwritten: a float Where on ORT's CPU EP would give +0.0)
+    beaten = -1.0 if reduction == "max" else 1.0
+    cases += [
+        (-0.0, [beaten], -0.0),
+        (-0.0, [beaten, beaten], -0.0),
+        (-0.0, [beaten, 0.0], 0.0),
+        (-0.0, [beaten, -0.0], -0.0),
+        (-0.0, [np.nan, beaten], beaten),
+    ]
     for d, ups, expected in cases:
         k = len(ups)
         m = elements_model([2], [k], 0, reduction, np.float32)
