@@ -434,3 +434,25 @@ def test_the_plugins_topk_puts_its_padding_before_keys_at_the_end_of_the_range(
 
     (node,) = inspect(m, "webgpu").nodes
     assert node.provider == "WebGpuExecutionProvider" and "index -1" in node.reason
+
+
+@pytest.mark.parametrize("reduction", ["none", "add", "max"])
+def test_clean_guard_refuses_indices_past_either_end_on_webgpu(webgpu_lane, reduction):
+    """The clean variant's range check (scatter_guard.in_range, spelt with Or and Equal on the
+    host): an index of dim or of −dim − 1 fails the run on the plugin, whose gathers check no
+    bounds; the edges dim − 1 and −dim run, equal to ORT's CPU kernel."""
+    native, feeds = _model(reduction, 1, shape=(8, 6))
+    low = convert(native, target="webgpu", strategy="lower").model
+    dim = feeds["data"].shape[1]
+    for bad in (dim, -dim - 1):
+        idx = feeds["indices"].copy()
+        idx[3, 2] = bad
+        with pytest.raises(Exception, match="Reshape"):
+            webgpu_session(low).run(None, {**feeds, "indices": idx})
+    idx = feeds["indices"].copy()
+    idx[3, 2], idx[5, 4] = dim - 1, -dim
+    _, got, want = _on_plugin_and_ort_cpu(low, native, {**feeds, "indices": idx})
+    if reduction == "add":  # the block sums add in another order: a rounding apart
+        np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-6)
+    else:
+        np.testing.assert_array_equal(got.view(np.uint32), want.view(np.uint32))

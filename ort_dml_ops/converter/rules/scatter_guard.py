@@ -54,9 +54,19 @@ def both(
 
 
 def negate(e: Emitter, a: ir.Value, host: bool = False) -> ir.Value:
-    """Not(a); `host`: Equal(a, false), a bool Equal (no WebGPU kernel, see `both`)."""
+    """Not(a); `host`: Equal(a, false), a bool Equal (no WebGPU kernel, see `both`). Where `a`
+    is itself a negation made so, its operand: no node (`both` of a negated check spelt four
+    host nodes where two do)."""
+    false = e.const(np.zeros((), dtype=bool))
+    node = a.producer()
+    if node is not None and len(node.inputs) == (2 if host else 1):
+        negated = node.op_type == "Equal" and node.inputs[1] is false
+        if negated if host else node.op_type == "Not":
+            operand = node.inputs[0]
+            assert operand is not None
+            return operand
     if host:
-        return e.op("Equal", a, e.const(np.zeros((), dtype=bool)))
+        return e.op("Equal", a, false)
     return e.op("Not", a)
 
 
