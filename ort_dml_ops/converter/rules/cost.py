@@ -39,8 +39,8 @@ SCATTER_PASSES = {
     "none": (8.0, 15.3),
     # float add / mul: block folds (blocksum.py) — more bytes than the chain scan, a fourth of
     # its kernels; add writes data − the unpooled negated sums (scatter_lean.py)
-    "add": (34.5, 48.7),
-    "mul": (42.8, 79.6),
+    "add": (35.6, 48.7),
+    "mul": (43.7, 79.6),
     # the sort-based folds (scatter_lean.py): three sorts and a prefix count for float max /
     # min, two sorts for integers, one sort and one CumSum for integer add
     "max": (36.0, 40.3),
@@ -70,8 +70,8 @@ WEBGPU_CLEAN_SCATTER_PASSES = {
     # it ScatterElements has no max: the sort and the dummy slot
     "none": (6.0, 8.0),
     "none_sorted": (13.3, 13.3),
-    "add": (35.5, 47.7),
-    "mul": (41.8, 76.6),
+    "add": (36.6, 47.7),
+    "mul": (42.7, 76.6),
     # float max / min: three sorts (scatter_clean.sorted_max_min), the value sort's keys padded
     # to a power of two (ORT's WebGPU TopK pads with ∓max itself: `_padded_to_power_of_two`)
     "max": (37.0, 37.0),
@@ -87,8 +87,8 @@ CHAIN_PASSES = 3.0
 #: every dim symbolic), counted with `inspect` by tools/lowering_budget.py on 2-D data with as
 #: many updates (DML; 300 × 300 for static shapes). The segmented scan's count grows slowly with
 #: the number of updates (one more level per ×16), float add's block sums by a level of about
-#: ten kernels where `blocksum.plan` finds one worth its dispatches (27 kernels of sums at 300 ×
-#: 300, 40 at 1000 × 1000), the sort-based folds' not at all. The graph's
+#: ten kernels where `blocksum.plan` finds one worth its dispatches (25 kernels of sums at 300 ×
+#: 300, 36 at 1000 × 1000), the sort-based folds' not at all. The graph's
 #: one index guard is counted whole: the range check (ReduceMin, ReduceMax and two scalar ops)
 #: and the Slice that takes the flag to the host (where a graph has several checks, each adds
 #: its overrun — a Sub, and where the count is known only at run time a Range and a Min — and
@@ -97,8 +97,8 @@ CHAIN_PASSES = 3.0
 #: tests/converter/rules/test_cost.py counts them again.
 SCATTER_KERNELS = {
     "none": (11, 17),
-    "add": (47, 64),
-    "mul": (50, 68),
+    "add": (45, 64),
+    "mul": (48, 68),
     "max": (38, 44),
     "min": (38, 44),
     "int_max_min": (21, 25),
@@ -109,8 +109,8 @@ SCATTER_KERNELS = {
 WEBGPU_CLEAN_SCATTER_KERNELS = {
     "none": (5, 9),
     "none_sorted": (11, 14),
-    "add": (43, 61),
-    "mul": (44, 62),
+    "add": (41, 61),
+    "mul": (42, 62),
     "max": (35, 38),
     "min": (35, 38),
 }
