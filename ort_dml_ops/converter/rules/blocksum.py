@@ -161,17 +161,19 @@ def plan(n: Size, fold: Fold = SUM) -> tuple[int, ...]:
     Where n is static the widths are chosen by `cost.DEVICE`, which weighs each level's
     dispatches against the bytes its masks write: wide blocks mean fewer levels (fewer kernels),
     narrow ones smaller masks (fewer passes). At 300 × 300 updates that is 8 then 30 (30 divides
-    the 11,250 block ends: no Pad pair); at 1000 × 1000, 8, 25 and 25 (56 kernels in all for a
+    the 11,250 block ends: no Pad pair); at 1000 × 1000, 5, 20 and 20 (56 kernels in all for a
     float add on the DML EP, where 8, 16 and 16 took 60). Where n is
     known only at run time: 8, then 64 twice, which reaches 2^24 (the scatter's guarded limit)."""
     if not isinstance(n, int):
         return (FIRST, LEVEL_RUNTIME, LEVEL_RUNTIME)
     best: tuple[float, tuple[int, ...]] | None = None
-    # below the top any width, not only powers of two: one that divides a level's count spares
-    # that level its Pad pair (`_plan_cost` weighs the padding) — except for the halving
-    # products, which pad every block to a power of two themselves
-    belows = (8, 16, 32, 64) if fold is INTEGER_PRODUCT else range(8, 65)
-    for top in (4, 8):
+    # any width, not only powers of two (4 to 8 at the top, 8 to 64 below): one that divides a
+    # level's count spares that level its Pad pair (`_plan_cost` weighs the padding) — except
+    # for the halving products, which pad every block to a power of two themselves
+    halving = fold is INTEGER_PRODUCT
+    tops = (4, 8) if halving else range(4, 9)
+    belows = (8, 16, 32, 64) if halving else range(8, 65)
+    for top in tops:
         for below in belows:
             widths: list[int] = []
             m = n

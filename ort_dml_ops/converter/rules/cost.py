@@ -39,7 +39,7 @@ SCATTER_PASSES = {
     "none": (8.0, 15.3),
     # float add / mul: block folds (blocksum.py) — more bytes than the chain scan, a fourth of
     # its kernels; add writes data − the unpooled negated sums (scatter_lean.py)
-    "add": (35.6, 48.7),
+    "add": (34.2, 48.7),
     "mul": (43.7, 79.6),
     # the sort-based folds (scatter_lean.py): three sorts and a prefix count for float max /
     # min, two sorts for integers, one sort and one CumSum for integer add
@@ -70,7 +70,7 @@ WEBGPU_CLEAN_SCATTER_PASSES = {
     # it ScatterElements has no max: the sort and the dummy slot
     "none": (6.0, 8.0),
     "none_sorted": (13.3, 13.3),
-    "add": (36.6, 47.7),
+    "add": (35.2, 47.7),
     "mul": (42.7, 76.6),
     # float max / min: three sorts (scatter_clean.sorted_max_min), the value sort's keys padded
     # to a power of two (ORT's WebGPU TopK pads with ∓max itself: `_padded_to_power_of_two`)
