@@ -59,12 +59,13 @@ def negate(e: Emitter, a: ir.Value, host: bool = False) -> ir.Value:
     host nodes where two do)."""
     false = e.const(np.zeros((), dtype=bool))
     node = a.producer()
-    if node is not None and len(node.inputs) == (2 if host else 1):
-        negated = node.op_type == "Equal" and node.inputs[1] is false
-        if negated if host else node.op_type == "Not":
-            operand = node.inputs[0]
-            assert operand is not None
-            return operand
+    if node is not None:
+        if host:
+            negation = node.op_type == "Equal" and node.inputs[1:] == (false,)
+        else:
+            negation = node.op_type == "Not"
+        if negation and node.inputs[0] is not None:
+            return node.inputs[0]
     if host:
         return e.op("Equal", a, false)
     return e.op("Not", a)
