@@ -42,6 +42,7 @@ only −0.0 leaves its data as ORT's kernel does.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 
 import numpy as np
@@ -166,6 +167,13 @@ def plan(n: Size, fold: Fold = SUM) -> tuple[int, ...]:
     known only at run time: 8, then 64 twice, which reaches 2^24 (the scatter's guarded limit)."""
     if not isinstance(n, int):
         return (FIRST, LEVEL_RUNTIME, LEVEL_RUNTIME)
+    return _static_plan(n, fold)
+
+
+@functools.lru_cache(maxsize=256)
+def _static_plan(n: int, fold: Fold) -> tuple[int, ...]:
+    """`plan` for a static n: some 300 candidate widths weighed (about 1 ms), so computed once
+    per (n, fold) — `run_folds` and `exact_length` ask it for the same node."""
     best: tuple[float, tuple[int, ...]] | None = None
     # any width, not only powers of two (4 to 8 at the top, 8 to 64 below): one that divides a
     # level's count spares that level its Pad pair (`_plan_cost` weighs the padding) — except
