@@ -444,11 +444,12 @@ def test_clean_guard_refuses_indices_past_either_end_on_webgpu(webgpu_lane, redu
     native, feeds = _model(reduction, 1, shape=(8, 6))
     low = convert(native, target="webgpu", strategy="lower").model
     dim = feeds["data"].shape[1]
+    session = webgpu_session(low)
     for bad in (dim, -dim - 1):
         idx = feeds["indices"].copy()
         idx[3, 2] = bad
         with pytest.raises(Exception, match="Reshape"):
-            webgpu_session(low).run(None, {**feeds, "indices": idx})
+            session.run(None, {**feeds, "indices": idx})
     idx = feeds["indices"].copy()
     idx[3, 2], idx[5, 4] = dim - 1, -dim
     _, got, want = _on_plugin_and_ort_cpu(low, native, {**feeds, "indices": idx})
