@@ -280,9 +280,15 @@ def _lean_cases():
             idx = rng.integers(-6, 6, (k, 3)).astype(np.int64)
             feeds = {"data": data, "indices": idx, "updates": upd}
             cases.append((f"lean_float_{red}_symbolic_k{k}", m, feeds))
-    for axis, dshape, ishape in ((1, [4, 6], [4, 30]), (0, [5, 3], [3000, 3])):
+    for axis, dshape, ishape, tail in (
+        (1, [4, 6], [4, 30], ""),
+        (0, [5, 3], [3000, 3], ""),
+        (1, [60, 7], [60, 300], "_rows"),
+    ):
         # the block sums (blocksum.py): small integers sum exactly in any order; −0.0 runs,
-        # inf − inf and NaN as ORT's kernel gives them; 9,000 updates reach three levels
+        # inf − inf and NaN as ORT's kernel gives them; 9,000 updates along axis 0 take two
+        # Transposes, then blocks of 8 and a last level of 375 ends (whole rows of 3,000:
+        # blocksum.plan), 18,000 along axis 1 blocks of 6, then of 50 ends
         data = rng.integers(-3, 4, dshape).astype(np.float32)
         data[rng.random(dshape) < 0.3] = -0.0
         upd = rng.integers(-3, 4, ishape).astype(np.float32)
@@ -295,7 +301,7 @@ def _lean_cases():
         upd[..., 0] = -0.0
         m = _scatter18(dshape, ishape, axis, "add")
         feeds = {"data": data, "indices": idx, "updates": upd}
-        cases.append((f"lean_float_add_axis{axis}", m, feeds))
+        cases.append((f"lean_float_add_axis{axis}{tail}", m, feeds))
         # the block products: factors ±1, ±2, ½ multiply exactly in any order; ±0.0 signs,
         # 0 · inf and NaN as ORT's kernel gives them
         mul = rng.choice(np.array([1, -1, 2, -1, 0.5, 1], np.float32), ishape)
@@ -305,7 +311,7 @@ def _lean_cases():
         mul[..., 0] = -0.0
         m = _scatter18(dshape, ishape, axis, "mul")
         feeds = {"data": data, "indices": idx, "updates": mul}
-        cases.append((f"lean_float_mul_axis{axis}", m, feeds))
+        cases.append((f"lean_float_mul_axis{axis}{tail}", m, feeds))
     for red, dt in (
         ("add", np.int32),
         ("add", np.int64),
@@ -334,6 +340,29 @@ def _lean_cases():
         m = _scatter18([5, 3], [3000, 3], 0, "mul", dt)
         feeds = {"data": data, "indices": idx, "updates": upd}
         cases.append((f"lean_{np.dtype(dt).name}_mul_wraps", m, feeds))
+    for red in ("add", "mul"):
+        # a ScatterND of 3,000 row slices of 40: each slice element's updates are a row
+        # (scatter._slice_rows: a Transpose), blocks of 6 and 10, then 50 ends (whole rows)
+        upd = rng.integers(-3, 4, [3000, 40]).astype(np.float32)
+        if red == "mul":
+            upd = rng.choice(np.array([1, -1, 2, -1, 0.5, 1], np.float32), [3000, 40])
+        upd[rng.random(upd.shape) < 0.2] = -0.0
+        upd[rng.random(upd.shape) < 0.001] = np.inf
+        data = rng.integers(-3, 4, [9, 40]).astype(np.float32)
+        data[rng.random(data.shape) < 0.3] = -0.0
+        idx = rng.integers(-9, 9, [3000, 1]).astype(np.int64)
+        m = single_op(
+            "ScatterND",
+            [
+                ("data", np.float32, [9, 40]),
+                ("indices", np.int64, [3000, 1]),
+                ("updates", np.float32, [3000, 40]),
+            ],
+            {"reduction": red},
+            opset=18,
+        )
+        feeds = {"data": data, "indices": idx, "updates": upd}
+        cases.append((f"lean_float_{red}_scatter_nd_slices", m, feeds))
     for red in ("max", "min"):
         # the ends of the range: ±max and ±inf sort to where a TopK that pads its rows to a
         # power of two puts its padding (ORT's WebGPU TopK does, tests/webgpu); rows of 3 and 11
@@ -634,7 +663,8 @@ def test_lean_scatter_folds_on_dml_equal_ort_cpu_kernel(lane_results, name):
     r = lane_results[name]
     assert r.ok, f"{name}: {r.stage}: {r.error}"
     assert r.providers[0] == DML, r.providers
-    assert "the_ScatterElements" not in r.on(CPU)  # lowered, not left to the CPU kernel
+    op = original.graph.node[0].op_type
+    assert f"the_{op}" not in r.on(CPU)  # lowered, not left to the CPU kernel
     sess = ort.InferenceSession(
         original.SerializeToString(), providers=["CPUExecutionProvider"]
     )

@@ -119,51 +119,65 @@ def test_symbolic_clean_scatter_copies_are_what_inspect_predicts(
 @pytest.mark.parametrize("reduction", ["add", "mul"])
 @pytest.mark.parametrize("symbolic", [False, True])
 @pytest.mark.parametrize(
-    "axis,dshape,ishape", [(1, (4, 6), (4, 30)), (0, (5, 3), (3000, 3))]
+    "axis,dshape,ishape",
+    [
+        (1, (4, 6), (4, 30)),
+        (0, (5, 3), (3000, 3)),
+        (1, (60, 7), (60, 300)),
+        (None, (9, 40), (3000, 1)),  # ScatterND of row slices: a row per slice element
+    ],
 )
 def test_float_block_folds_on_webgpu_equal_ort_kernel(
     webgpu_lane, axis, dshape, ishape, symbolic, reduction
 ):
     """The block folds (blocksum.py) on the plugin: masks, Where, ReduceSum / ReduceProd and
-    the carries of three levels (9,000 updates) run on WebGPU; axis 0 sorts the rows of a moved
-    axis (keys grouped, not ascending). Small integers sum, and ±1, ±2, ½ multiply, exactly in
+    the carries run on WebGPU, static levels ending on row ends (blocksum.plan: 9,000 updates
+    in rows of 3,000, 18,000 in rows of 300) and the three run-time levels; axis 0 sorts the
+    rows of a moved axis (keys grouped, not ascending), a ScatterND of slices a row per slice
+    element (scatter._slice_rows). Small integers sum, and ±1, ±2, ½ multiply, exactly in
     any order, so the values are ORT's CPU kernel's bit for bit — −0.0, inf − inf, 0 · inf and
     NaN included (a NaN is compared as a NaN: its payload is the hardware's)."""
     import onnx
     from onnx import helper
 
     rng = np.random.default_rng(7)
+    op = "ScatterElements" if axis is not None else "ScatterND"
+    # ScatterND: an update is a slice of the data past its coordinates
+    ushape = ishape if axis is not None else ishape[:-1] + dshape[ishape[-1] :]
     data = rng.integers(-3, 4, dshape).astype(np.float32)
     data[rng.random(dshape) < 0.3] = -0.0
-    upd = rng.integers(-3, 4, ishape).astype(np.float32)
-    upd[rng.random(ishape) < 0.3] = -0.0
-    upd[rng.random(ishape) < 0.002] = np.inf
-    upd[rng.random(ishape) < 0.002] = -np.inf
-    upd[rng.random(ishape) < 0.001] = np.nan
-    idx = rng.integers(-dshape[axis], dshape[axis], ishape).astype(np.int64)
+    upd = rng.integers(-3, 4, ushape).astype(np.float32)
+    upd[rng.random(ushape) < 0.3] = -0.0
+    upd[rng.random(ushape) < 0.002] = np.inf
+    upd[rng.random(ushape) < 0.002] = -np.inf
+    upd[rng.random(ushape) < 0.001] = np.nan
+    dim = dshape[0 if axis is None else axis]
+    idx = rng.integers(-dim, dim, ishape).astype(np.int64)
     if reduction == "mul":
-        upd = rng.choice(np.array([1, -1, 2, -1, 0.5, 1], np.float32), ishape)
-        upd[rng.random(ishape) < 0.01] = -0.0
-        upd[rng.random(ishape) < 0.002] = np.inf
-        upd[rng.random(ishape) < 0.001] = np.nan
-    idx[..., 0], upd[..., 0] = 1, -0.0  # position 1 of each row / column: −0.0 only
+        upd = rng.choice(np.array([1, -1, 2, -1, 0.5, 1], np.float32), ushape)
+        upd[rng.random(ushape) < 0.01] = -0.0
+        upd[rng.random(ushape) < 0.002] = np.inf
+        upd[rng.random(ushape) < 0.001] = np.nan
+    if axis is not None:
+        idx[..., 0], upd[..., 0] = 1, -0.0  # position 1 of each row / column: −0.0 only
+    attrs = {} if axis is None else {"axis": axis}
     f32, i64 = onnx.TensorProto.FLOAT, onnx.TensorProto.INT64
     native = helper.make_model(
         helper.make_graph(
             [
                 helper.make_node(
-                    "ScatterElements",
+                    op,
                     ["data", "indices", "updates"],
                     ["y"],
-                    axis=axis,
                     reduction=reduction,
+                    **attrs,
                 )
             ],
             "scatter_add",
             [
                 helper.make_tensor_value_info("data", f32, dshape),
                 helper.make_tensor_value_info("indices", i64, ishape),
-                helper.make_tensor_value_info("updates", f32, ishape),
+                helper.make_tensor_value_info("updates", f32, ushape),
             ],
             [helper.make_tensor_value_info("y", f32, dshape)],
         ),
@@ -171,6 +185,8 @@ def test_float_block_folds_on_webgpu_equal_ort_kernel(
         ir_version=9,
     )
     model = _symbolic(native) if symbolic else native
+    if symbolic and axis is None:  # ScatterND's coordinates per update: static
+        model.graph.input[1].type.tensor_type.shape.dim[-1].dim_value = ishape[-1]
     low = convert(model, "webgpu", strategy="lower", with_inspect=False).model
     feeds = {"data": data, "indices": idx, "updates": upd}
     s, got, want = _on_plugin_and_ort_cpu(low, native, feeds)

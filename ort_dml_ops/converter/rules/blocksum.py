@@ -17,7 +17,14 @@ Construction, for n items viewed as [n/B, B] blocks:
    solved the same way one level down: the sum of the run so far at each block end;
 3. carry: an item whose key equals the previous block's last key adds that block end's sum.
 
-A level of at most `LAST` items is one block, with no carry. Each other level costs the block's
+A level of at most `LAST` items is one block, with no carry. A level whose blocks all end where
+runs end needs no carry either: where the items come in rows that no run crosses (a scatter's
+rows along its axis: each row of indices writes its own row of the data), an item of a level
+stands for W items of the top (the product of the widths above), so blocks of f of them end on
+row ends wherever W · f is a whole number of rows (`plan`'s `last`). At 300 × 300 updates in
+rows of 300: blocks of 6, then blocks of 50 ends (one row each) — 14 kernels of sums where
+8, 30 and one block of 375 took 25.
+Each other level costs the block's
 three or four kernels, two Slices for the ends, two Pads that shift them by one block, and
 Equal, Where, Add for the carry. The widths (`plan`) trade kernels for bytes: the top level's
 [n/B, B, B] mask is the largest tensor (B flags and B floats per item), and each level fewer is
@@ -106,14 +113,17 @@ def run_folds(
     key_dtype: type = np.int32,
     dtype: np.dtype | type = np.float32,
     spare: bool = False,
+    row: Size | None = None,
 ) -> ir.Value:
     """Item i: the fold of its run's values up to i (read it at each run's last item). `bound`:
     a convert-time upper bound of n (n itself where static); `key_dtype`, `dtype`: the keys' and
     the values' types. The result has at least n items; with `spare`, at least n + 1 where n
-    is only known at run time (an item for a caller's dummy, n = 0 included)."""
+    is only known at run time (an item for a caller's dummy, n = 0 included). `row`: the items
+    are rows of this many that no run crosses (their keys differ), which a static plan may end
+    on (`plan`)."""
     key_fill = e.const(np.asarray(-1, dtype=key_dtype))
     identity = e.const(np.asarray(fold.identity, dtype=dtype))
-    widths = plan(n, fold)
+    widths, last = plan(n, fold, row)
     aligned = False
     if not isinstance(n, int):
         # a run-time n is padded once to whole blocks of every level (8 · 64 · 64 items): no
@@ -129,15 +139,26 @@ def run_folds(
         keys, vals = _pad(e, keys, vals, n, padded, key_fill, identity)
         n, aligned = padded, True
     out, _ = _level(
-        e, keys, vals, n, bound, widths, key_fill, identity, fold, aligned=aligned
+        e,
+        keys,
+        vals,
+        n,
+        bound,
+        widths,
+        key_fill,
+        identity,
+        fold,
+        aligned=aligned,
+        last=last,
     )
     return out
 
 
-def exact_length(n: int, fold: Fold = SUM) -> bool:
+def exact_length(n: int, fold: Fold = SUM, row: Size | None = None) -> bool:
     """Whether `run_folds` of a static n items returns exactly n (no padding at the top)."""
-    widths = plan(n, fold)
-    return not widths or n % widths[0] == 0
+    widths, last = plan(n, fold, row)
+    top = widths[0] if widths else last
+    return top is None or n % top == 0
 
 
 def drop_negative_zeros(
@@ -155,26 +176,34 @@ def drop_negative_zeros(
     return e.op("Where", e.op("Equal", ratio, minus_inf), dummy, pos)
 
 
-def plan(n: Size, fold: Fold = SUM) -> tuple[int, ...]:
-    """The block widths, top level first, for n items (the last level, at most `LAST` items, is
-    one block and not listed).
+def plan(
+    n: Size, fold: Fold = SUM, row: Size | None = None
+) -> tuple[tuple[int, ...], int | None]:
+    """(widths, last): the block widths of the levels with a level below them, top level first,
+    and the last level's block width — None where it is one block of at most `LAST` items; f
+    where the items are rows of `row` (static) that no run crosses and the widths above make f
+    of the last level's items whole rows (see the module docstring): its blocks end on row ends.
 
     Where n is static the widths are chosen by `cost.DEVICE`, which weighs each level's
     dispatches against the bytes its masks write: wide blocks mean fewer levels (fewer kernels),
     narrow ones smaller masks (fewer passes). At 300 × 300 updates that is 8 then 30 (30 divides
     the 11,250 block ends: no Pad pair); at 1000 × 1000, 5, 20 and 20 (56 kernels in all for a
-    float add on the DML EP, where 8, 16 and 16 took 60). Where n is
-    known only at run time: 8, then 64 twice, which reaches 2^24 (the scatter's guarded limit)."""
+    float add on the DML EP, where 8, 16 and 16 took 60). In rows of 300, blocks of 6 and a
+    last level of blocks of 50 ends: 34 kernels for the float add where 8, 30 took 45; in rows
+    of 1000, 5 and 8, then blocks of 25 ends (45 kernels). Where n is known only at run time:
+    8, then 64 twice, which reaches 2^24 (the scatter's guarded limit)."""
     if not isinstance(n, int):
-        return (FIRST, LEVEL_RUNTIME, LEVEL_RUNTIME)
-    return _static_plan(n, fold)
+        return (FIRST, LEVEL_RUNTIME, LEVEL_RUNTIME), None
+    return _static_plan(n, fold, row if isinstance(row, int) and row > 0 else None)
 
 
 @functools.lru_cache(maxsize=256)
-def _static_plan(n: int, fold: Fold) -> tuple[int, ...]:
+def _static_plan(
+    n: int, fold: Fold, row: int | None
+) -> tuple[tuple[int, ...], int | None]:
     """`plan` for a static n: some 300 candidate widths weighed (about 1 ms), so computed once
-    per (n, fold) — `run_folds` and `exact_length` ask it for the same node."""
-    best: tuple[float, tuple[int, ...]] | None = None
+    per (n, fold, row) — `run_folds` and `exact_length` ask it for the same node."""
+    best: tuple[float, tuple[tuple[int, ...], int | None]] | None = None
     # any width, not only powers of two (4 to 8 at the top, 8 to 64 below): one that divides a
     # level's count spares that level its Pad pair (`_plan_cost` weighs the padding) — except
     # for the halving products, which pad every block to a power of two themselves
@@ -184,24 +213,38 @@ def _static_plan(n: int, fold: Fold) -> tuple[int, ...]:
     for top in tops:
         for below in belows:
             widths: list[int] = []
-            m = n
-            while m > LAST:
+            m, span = n, 1  # this level's items, and the top's items each stands for
+            while True:
+                # blocks that end on row ends: the smallest f with span · f whole rows
+                f = row // math.gcd(row, span) if row else None
+                lasts: list[int | None] = []
+                if f is not None and f <= min(m - 1, LAST):
+                    lasts.append(f)
+                if m <= LAST:
+                    lasts.append(None)
+                for last in lasts:
+                    us = _plan_us(n, widths, last, fold)
+                    if best is None or us < best[0]:
+                        best = (us, (tuple(widths), last))
+                if m <= LAST:
+                    break
                 widths.append(top if not widths else below)
-                m = -(-m // widths[-1])
-            kernels, written = _plan_cost(
-                n,
-                widths,
-                fold.flip,
-                fold.flip and not fold.ascending,
-                fold is INTEGER_PRODUCT,
-            )
-            us = cost.DEVICE.device_us(
-                kernels, written / (4 * max(n, 1)), 4 * max(n, 1), 0
-            )
-            if best is None or us < best[0]:
-                best = (us, tuple(widths))
+                m, span = -(-m // widths[-1]), span * widths[-1]
     assert best is not None
     return best[1]
+
+
+def _plan_us(n: int, widths: list[int], last: int | None, fold: Fold) -> float:
+    """What `cost.DEVICE` puts on the folds of n items with these widths (`_plan_cost`)."""
+    kernels, written = _plan_cost(
+        n,
+        widths,
+        fold.flip,
+        fold.flip and not fold.ascending,
+        fold is INTEGER_PRODUCT,
+        last,
+    )
+    return cost.DEVICE.device_us(kernels, written / (4 * max(n, 1)), 4 * max(n, 1), 0)
 
 
 def _plan_cost(
@@ -210,14 +253,15 @@ def _plan_cost(
     flip: bool = False,
     grouped: bool = False,
     halving: bool = False,
+    last: int | None = None,
 ) -> tuple[int, int]:
     """(kernels, bytes written) of the folds for n items with these widths, as `_level` emits
     them: a level's block (its mask — Equal, And below the top; with `flip`, Sub, Max,
     Greater — then Where and the reduction), its ends (two Slices), the shifted ends (two
     Pads), the carry (a compare, Where, the op), a Pad of keys and values where n is not whole
-    blocks; then the last level, one block. `grouped`: keys not sorted (an Abs more in the
-    flipped mask and two more kernels in its carry). `halving`: the integer product, whose
-    reduction is log2(width) Split + Mul pairs (`_halving_product`)."""
+    blocks; then the last level, one block or blocks of `last` items (`plan`). `grouped`: keys
+    not sorted (an Abs more in the flipped mask and two more kernels in its carry). `halving`:
+    the integer product, whose reduction is log2(width) Split + Mul pairs (`_halving_product`)."""
 
     def block(items: int, width: int, top: bool) -> tuple[int, int]:
         if flip:
@@ -245,7 +289,13 @@ def _plan_cost(
         carry = 2 * grouped
         kernels, written = kernels + k + 7 + carry, written + w + 16 * ends + 9 * padded
         n = ends
-    k, w = block(n, n, not widths)
+    if last is None:
+        k, w = block(n, n, not widths)
+        return kernels + k, written + w
+    padded = -(-n // last) * last
+    if padded != n:
+        kernels, written = kernels + 2, written + 8 * padded
+    k, w = block(padded, last, not widths)
     return kernels + k, written + w
 
 
@@ -261,11 +311,20 @@ def _level(
     fold: Fold,
     top: bool = True,
     aligned: bool = False,
+    last: int | None = None,
 ) -> tuple[ir.Value, Size]:
     """(folds, their length ≥ n) for one level and everything below it. `widths`: this level's
     block width and those below (`plan`); `key_fill`: −1 in the keys' type (below every real
     key); `identity`: the fold's, in the values' type; `aligned`: n is whole blocks of this
-    level and every level below (`run_folds` padded it)."""
+    level and every level below (`run_folds` padded it); `last`: the last level's block width
+    (`plan`; None: one block)."""
+    if last is not None and not widths and isinstance(n, int):
+        # blocks that end on row ends: no run goes on past one, so no level below
+        whole = -(-n // last) * last
+        if whole != n:
+            keys, vals = _pad(e, keys, vals, n, whole, key_fill, identity, not top)
+        block = _block_folds(e, keys, vals, last, not top, identity, fold, key_fill)
+        return e.reshape(block, [-1]), whole
     if not widths or bound <= LAST:
         width = n if isinstance(n, int) else LAST
         if not isinstance(n, int):
@@ -301,6 +360,7 @@ def _level(
         fold,
         False,
         aligned,
+        last,
     )
     # the previous block's end, for every block (the first block has none: a key no item holds)
     prev_key = e.pad(end_keys, [1, 0, -1, 0], key_fill)  # [blocks, 1], shifted by one

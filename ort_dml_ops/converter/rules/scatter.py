@@ -49,6 +49,8 @@ is an int when the graph knows it and otherwise comes from `Shape` / `Size` at r
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import onnx_ir as ir
 
@@ -79,7 +81,7 @@ from .scatter_guard import (
     size_guard,
     static_numel,
 )
-from .scatter_write import REDUCE_OPS, scatter_flat
+from .scatter_write import REDUCE_OPS, folds_by_blocks, scatter_flat
 from .segscan import BLOCK
 from .sizes import Size
 
@@ -210,9 +212,19 @@ class ScatterLowering(Rule):
         # again, so int64 is no more bytes and one dispatch fewer (issue 28)
         lean_none = red == "none" and not clean
         pos_type = np.int64 if lean_none else np.int32
+        # ScatterND of slices folded by blocks: the updates' slice elements as rows (each writes
+        # its own column of slices), which the block folds' last level can end on
+        slice_rows = _slice_rows(node, red, data.dtype, idims, ddims)
         if node.op_type == "ScatterND":
             pos, K, device_checks, index_ok = positions_nd(
-                e, idx, idims, ddims, ctx.check_indices, clean, pos_type
+                e,
+                idx,
+                idims,
+                ddims,
+                ctx.check_indices,
+                clean,
+                pos_type,
+                slices_first=slice_rows is not None,
             )
         else:
             axis = attr_int(node, "axis", 0) % len(ddims)
@@ -246,12 +258,17 @@ class ScatterLowering(Rule):
             crow: Size | None = None
             if node.op_type != "ScatterND" and len(ddims) > 1:
                 pos, vals, crow = scatter_clean.rows_of(e, pos, updates, idims, axis)
+            elif slice_rows is not None:
+                pos, vals = _as_slice_rows(e, pos, updates, *slice_rows)
+                crow = slice_rows[0]
             else:
                 pos = e.reshape(pos, [-1])
                 vals = e.reshape(updates, [-1])
             # rows of a last-axis scatter are disjoint increasing ranges: sorted row by row,
             # every key is in order (a moved axis interleaves the rows' positions)
-            ascending = crow is None or axis == len(ddims) - 1
+            ascending = crow is None or (
+                node.op_type != "ScatterND" and axis == len(ddims) - 1
+            )
             out = scatter_clean.scatter_clean(
                 e,
                 flat,
@@ -267,16 +284,41 @@ class ScatterLowering(Rule):
         else:
             vals = e.reshape(updates, [-1])
             row: Size | None = None
+            ascending = True
+            elements = node.op_type != "ScatterND" and len(ddims) > 1
+            static_idims = [d for d in idims if isinstance(d, int)]
             if (
-                node.op_type != "ScatterND"
+                elements
                 and axis == len(ddims) - 1
-                and len(ddims) > 1
                 and not (isinstance(idims[-1], int) and idims[-1] <= 1)
             ):
                 # positions along the last axis: sorted row by row (see scatter_flat), rows of
                 # a length known at run time too; a length 0 is read as rows of 1 (no element
                 # either way; Reshape cannot infer the row count of [-1, 0])
                 row = sizes.maximum(e, idims[-1], 1)
+            elif (
+                elements
+                and folds_by_blocks(red, data.dtype, K)
+                and len(static_idims) == len(idims)
+                and static_idims[axis] > 1
+            ):
+                # the block folds' last level ends on row ends (blocksum.plan): along another
+                # axis, two Transposes make rows of it (11 kernels fewer at 300 × 300)
+                shaped = e.reshape(pos, static_idims)
+                pos, vals, row = scatter_clean.rows_of(e, shaped, updates, idims, axis)
+                pos, vals, ascending = (
+                    e.reshape(pos, [-1]),
+                    e.reshape(vals, [-1]),
+                    False,
+                )
+            elif slice_rows is not None:
+                pos, vals = _as_slice_rows(e, pos, updates, *slice_rows)
+                pos, vals, ascending = (
+                    e.reshape(pos, [-1]),
+                    e.reshape(vals, [-1]),
+                    False,
+                )
+                row = slice_rows[0]
             out = scatter_flat(
                 e,
                 flat,
@@ -288,6 +330,7 @@ class ScatterLowering(Rule):
                 data.dtype,
                 block=min(BLOCK, width),
                 row=row,
+                ascending=ascending,
             )
         # the output takes the data's shape: a constant target where only one dim is symbolic
         y = e.reshape(out, sizes.shape_target(e, data))
@@ -473,6 +516,40 @@ def _checks(
     return (in_range(e, idx, dim, count=K, span=span),) if check else ()
 
 
+def _slice_rows(
+    node: ir.Node,
+    red: str,
+    dt: ir.DataType,
+    idims: list[Size],
+    ddims: list[Size],
+) -> tuple[int, int] | None:
+    """(T, R) where a ScatterND writes T static slices of R > 1 static elements and folds them
+    by blocks (`folds_by_blocks`): element r of every slice lands in its own set of positions
+    (those ≡ r modulo R), so the updates read as R rows of T are rows no run crosses, and the
+    block folds' last level ends on row ends (blocksum.plan: a Transpose of the updates buys
+    some ten kernels). Else None."""
+    if node.op_type != "ScatterND":
+        return None
+    q = idims[-1]
+    assert isinstance(q, int)  # check() refuses a symbolic coordinate count
+    counts = [d for d in idims[:-1] if isinstance(d, int)]
+    slice_dims = [d for d in ddims[q:] if isinstance(d, int)]
+    if len(counts) + len(slice_dims) != len(idims) - 1 + len(ddims) - q:
+        return None  # a dim known only at run time
+    T, R = math.prod(counts), math.prod(slice_dims)
+    if T <= 1 or R <= 1 or not folds_by_blocks(red, dt, T * R):
+        return None
+    return T, R
+
+
+def _as_slice_rows(
+    e: Emitter, pos: ir.Value, updates: ir.Value, T: int, R: int
+) -> tuple[ir.Value, ir.Value]:
+    """The positions (`positions_nd` with `slices_first`) and the updates as [R, T] rows."""
+    vals = e.op("Transpose", e.reshape(updates, [T, R]), perm=[1, 0])
+    return e.reshape(pos, [R, T]), vals
+
+
 def positions_nd(
     e: Emitter,
     idx: ir.Value,
@@ -481,6 +558,7 @@ def positions_nd(
     check: bool,
     host: bool = False,
     pos_type: type = np.int32,
+    slices_first: bool = False,
 ) -> tuple[ir.Value, Size, tuple[IndexCheck, ...], ir.Value | None]:
     q = idims[-1]
     assert isinstance(q, int)  # check() refuses a symbolic coordinate count
@@ -508,9 +586,11 @@ def positions_nd(
     assert tup is not None  # check() refuses 0 coordinates per update
     pos = tup
     if not (isinstance(R, int) and R == 1):
-        pos = e.op(
-            "Add",
-            e.reshape(tup, [-1, 1]),
-            e.reshape(sizes.iota(e, R, pos_type), [1, -1]),
-        )
+        # [T, R], each slice's positions in a row; `slices_first`: [R, T], each slice element's
+        # positions in a row (`_slice_rows`)
+        within = sizes.iota(e, R, pos_type)
+        if slices_first:
+            pos = e.op("Add", e.reshape(tup, [1, -1]), e.reshape(within, [-1, 1]))
+        else:
+            pos = e.op("Add", e.reshape(tup, [-1, 1]), e.reshape(within, [1, -1]))
     return e.reshape(pos, [-1]), sizes.mul(e, T, R), checks, ok

@@ -162,8 +162,10 @@ def scatter_clean(
         result = svals
     else:  # add, mul (max and min returned above)
         fold = blocksum.fold_of(red, ascending)
-        folded = blocksum.run_folds(e, sk, svals, K, bound, fold, key_dtype=np.float32)
-        if not (isinstance(K, int) and blocksum.exact_length(K, fold)):
+        folded = blocksum.run_folds(
+            e, sk, svals, K, bound, fold, key_dtype=np.float32, row=row
+        )
+        if not (isinstance(K, int) and blocksum.exact_length(K, fold, row)):
             folded = e.op("Slice", folded, e.i64([0]), sizes.tensor(e, K), e.i64([0]))
         if dt == ir.DataType.FLOAT16:
             folded = e.cast(folded, dt)

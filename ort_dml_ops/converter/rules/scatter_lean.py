@@ -230,6 +230,7 @@ def block_fold(
     red: str,
     dt: ir.DataType,
     row: Size | None,
+    ascending: bool = True,
 ) -> ir.Value:
     """Float data + (·) the sum (product) of each run, and integer data · the product of each
     run, by blocks of masked reductions (`blocksum.py`): tens of kernels where the segmented
@@ -239,9 +240,10 @@ def block_fold(
     `blocksum.drop_negative_zeros`). float16 folds in float32 (ORT's CPU EP has no float16
     ReduceSum or ReduceProd; the fold rounds once, where ORT's kernel rounds at every update).
     Integers multiply in their own type, by halving Muls (`blocksum.INTEGER_PRODUCT`): the
-    product wraps as ORT's sequential one does, bit for bit."""
+    product wraps as ORT's sequential one does, bit for bit. `row`, `ascending`: as
+    `scatter_write.scatter_flat`'s."""
     integer = dt not in (ir.DataType.FLOAT, ir.DataType.FLOAT16)
-    fold = blocksum.fold_of(red, integer=integer)
+    fold = blocksum.fold_of(red, ascending, integer)
     # float32 data, float16 folded in float32 (`_lean`), integers in their own type
     work = dt if integer else ir.DataType.FLOAT
     if work != dt:
@@ -262,10 +264,11 @@ def block_fold(
         fold,
         dtype=work.numpy(),
         spare=add,
+        row=row,
     )
     target = _write_target(e, spos, not_last(e, spos, K), M)
     if add:
-        return _minus_unpooled_sums(e, flat, folded, target, K, M, dt)
+        return _minus_unpooled_sums(e, flat, folded, target, K, M, dt, row)
     last = unpool_slots(e, target, K, M)
     # the product: 1 where no update lands (x · 1 == x bit for bit)
     total = at_slots(e, folded, last, e.const(np.asarray(fold.identity, work.numpy())))
@@ -282,15 +285,17 @@ def _minus_unpooled_sums(
     K: Size,
     M: Size,
     dt: ir.DataType,
+    row: Size | None = None,
 ) -> ir.Value:
     """data − U, U the negated run sums unpooled at their positions (+0.0 where no update lands):
     x − (+0.0) == x for every x, −0.0 included, and x − (−T) == x + T bit for bit (IEEE 754
     defines x − y as x + (−y), and negation is exact). Five kernels from the run ends on — Neg,
     Cast, MaxUnpool, Slice, Sub — where a gather of the sums at unpooled slot numbers took seven
     (a lead item, two Casts, a Gather). `folded` (float32) has K items, more where the top
-    level was padded; K + 1 at least where K is only known at run time (`run_folds`' spare)."""
+    level was padded; K + 1 at least where K is only known at run time (`run_folds`' spare);
+    `row`: the rows `run_folds` was given."""
     n = K if isinstance(K, int) else sizes.add(e, K, 1)
-    if not (isinstance(K, int) and blocksum.exact_length(K)):
+    if not (isinstance(K, int) and blocksum.exact_length(K, row=row)):
         folded = e.op("Slice", folded, e.i64([0]), sizes.tensor(e, n), e.i64([0]))
     minus = unpool_values(e, e.op("Neg", folded), target, K, M)
     if dt != ir.DataType.FLOAT:

@@ -155,6 +155,7 @@ def scatter_flat(
     dt: ir.DataType,
     block: int = BLOCK,
     row: Size | None = None,
+    ascending: bool = True,
 ) -> ir.Value:
     """Scatter K values at flat positions into the M-element 1-D `flat`.
 
@@ -162,8 +163,10 @@ def scatter_flat(
     (a ScatterElements along the last axis: each row of indices writes one row of the data, rows
     in row-major order), so sorting each row sorts them all — a TopK along the rows instead of
     over all K (measured on ORT's CPU EP at [1000, 1000]: 58 ms instead of 70 single-threaded,
-    and the rows are spread over the intra-op threads)."""
-    lean = _lean(e, flat, pos, vals, K, M, red, dt, row)
+    and the rows are spread over the intra-op threads). Not `ascending`: the rows' ranges are
+    disjoint only (the scatter axis moved last, `scatter_clean.rows_of`: the block folds alone,
+    `folds_by_blocks`)."""
+    lean = _lean(e, flat, pos, vals, K, M, red, dt, row, ascending)
     if lean is not None:
         return lean
     fold = None  # (op, run folds with the lead item): the data is combined at the write
@@ -276,6 +279,19 @@ _PRODUCTS = (ir.DataType.FLOAT, ir.DataType.FLOAT16, *_INTEGER_PRODUCTS)
 INTEGER_PRODUCT_LIMIT = 2**21
 
 
+def folds_by_blocks(red: str, dt: ir.DataType, K: Size) -> bool:
+    """Does `scatter_flat` fold this reduction by blocks (`scatter_lean.block_fold`)? Its last
+    level can end on row ends (`blocksum.plan`), so scatter.py hands it rows along any axis."""
+    if red == "add":
+        return dt in _SORTED_FLOATS
+    long_product = isinstance(K, int) and K > INTEGER_PRODUCT_LIMIT
+    return (
+        red == "mul"
+        and dt in _PRODUCTS
+        and not (dt in _INTEGER_PRODUCTS and long_product)
+    )
+
+
 def _lean(
     e: Emitter,
     flat: ir.Value,
@@ -286,16 +302,14 @@ def _lean(
     red: str,
     dt: ir.DataType,
     row: Size | None,
+    ascending: bool = True,
 ) -> ir.Value | None:
     """The sort / prefix-sum fold of `scatter_lean.py` where it is exact for this reduction and
     type, else None (the segmented scan below)."""
     if red == "add" and dt in _CUMSUM_INTS:
         return integer_add(e, flat, pos, vals, K, M, dt, row)
-    long_product = isinstance(K, int) and K > INTEGER_PRODUCT_LIMIT
-    if red == "mul" and dt in _INTEGER_PRODUCTS and long_product:
-        return None
-    if (red == "add" and dt in _SORTED_FLOATS) or (red == "mul" and dt in _PRODUCTS):
-        return block_fold(e, flat, pos, vals, K, M, red, dt, row)
+    if folds_by_blocks(red, dt, K):
+        return block_fold(e, flat, pos, vals, K, M, red, dt, row, ascending)
     if red in ("max", "min") and dt not in FLOATS:
         identity = e.const(identity_of(red, dt))
         return integer_max_min(e, flat, pos, vals, K, M, red, identity, row)

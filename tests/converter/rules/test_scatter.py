@@ -490,6 +490,113 @@ def test_integer_mul_takes_the_scan_past_its_limit():
     assert below >= 10 and above < below
 
 
+@pytest.mark.parametrize(
+    "op,axis,rows,row,reduction",
+    [
+        (
+            "elements",
+            1,
+            300,
+            300,
+            "add",
+        ),  # blocks of 6, then blocks of 50 ends: rows whole
+        (
+            "elements",
+            0,
+            300,
+            300,
+            "add",
+        ),  # the axis moved last (Transposes on DML), as above
+        ("elements", 0, 97, 650, "add"),  # blocks of 5, then of 130 ends
+        ("elements", 1, 300, 300, "mul"),  # float products, blocks of 6 then 50
+        ("elements", 0, 97, 650, "mul"),  # keys grouped, not ascending: the other mask
+        (
+            "elements",
+            1,
+            300,
+            301,
+            "int_mul",
+        ),  # halving: 4, 16, then 301 ends padded to 1,505
+        ("elements", 0, 300, 300, "int_mul"),  # 8, then 75 ends
+        ("nd", None, 300, 300, "add"),  # 300 slices of 300: rows of each slice element
+        ("nd", None, 97, 650, "mul"),
+        ("nd", None, 300, 301, "int_mul"),
+    ],
+)
+@pytest.mark.parametrize("target", ["dml", "webgpu"])
+def test_block_folds_whose_last_level_ends_on_row_ends(
+    op, axis, rows, row, reduction, target
+):
+    """A scatter's rows — along a ScatterElements' axis (each row of indices writes its own row
+    of the data), or each element of a ScatterND's slices — let the block folds' last level end
+    on row ends, with no level below it (blocksum.plan's `last`). Float add and mul within the
+    stated bound of the exact fold, ORT's kernel within it too; integer mul bit for bit as
+    ORT's kernel, wrapping."""
+    from ort_dml_ops.converter.rules import blocksum
+
+    integer = reduction == "int_mul"
+    red = "mul" if integer else reduction
+    dtype = np.int32 if integer else np.float32
+    fold = blocksum.fold_of(red, ascending=axis == 1, integer=integer)
+    assert blocksum.plan(rows * row, fold, row)[1] is not None  # what this test is for
+    M = 9  # few positions per row: long runs, across blocks
+    rng = np.random.default_rng(rows + row)
+    if op == "nd":  # row slices of `rows` elements, one coordinate each
+        dshape, ishape, ushape = [M, rows], [row, 1], [row, rows]
+    else:
+        dshape = [rows, M] if axis == 1 else [M, rows]
+        ishape = ushape = [rows, row] if axis == 1 else [row, rows]
+    indices = rng.integers(-M, M, ishape).astype(np.int64)
+    if integer:
+        data = (rng.integers(0, 2**30, dshape) * 2 + 1).astype(dtype)
+        updates = (rng.integers(0, 2**30, ushape) * 2 + 1).astype(dtype)
+    elif red == "add":
+        data = rng.standard_normal(dshape) * 10.0 ** rng.integers(-3, 4, dshape)
+        data = data.astype(dtype)
+        updates = rng.standard_normal(ushape) * 10.0 ** rng.integers(-6, 7, ushape)
+        updates = updates.astype(dtype)
+    else:
+        data = rng.uniform(0.5, 2.0, dshape).astype(dtype)
+        updates = np.exp(rng.normal(0, 0.05, ushape)).astype(dtype)
+        updates *= rng.choice([-1.0, 1.0], ushape).astype(dtype)
+    if op == "nd":
+        m = single_op(
+            "ScatterND",
+            [
+                ("data", dtype, dshape),
+                ("indices", np.int64, ishape),
+                ("updates", dtype, ushape),
+            ],
+            {"reduction": red},
+            opset=18,
+        )
+        # the same writes as a ScatterElements along axis 0 of the slices' indices
+        indices_e, axis_e = np.repeat(indices, rows, axis=1), 0
+    else:
+        m = elements_model(dshape, ishape, axis, red, dtype)
+        indices_e, axis_e = indices, axis
+    feeds = {"data": data, "indices": indices, "updates": updates}
+    (want,) = run_cpu(m, feeds)
+    (y,) = run_cpu(lowered(m, target).model, feeds)
+    if integer:
+        np.testing.assert_array_equal(y, want)
+        return
+    exact = np_scatter_elements(
+        data.astype(np.float64), indices_e, updates.astype(np.float64), axis_e, red
+    )
+    ones = np.ones(ushape)
+    count = np_scatter_elements(np.zeros(dshape), indices_e, ones, axis_e, "add")
+    if red == "add":
+        mass = np_scatter_elements(
+            np.abs(data.astype(np.float64)), indices_e, np.abs(updates), axis_e, "add"
+        )
+    else:
+        mass = np.abs(exact)
+    bound = (count + 8) * np.finfo(np.float32).eps * mass
+    assert np.all(np.abs(want - exact) <= bound)  # the reference meets it
+    assert np.all(np.abs(y - exact) <= bound), np.max(np.abs(y - exact) / bound)
+
+
 @pytest.mark.parametrize("K", [64, 3000])
 @pytest.mark.parametrize("target", ["dml", "webgpu"])
 def test_float_add_specials_stay_in_their_run(K, target):
