@@ -22,7 +22,9 @@ is an int when the graph knows it and otherwise comes from `Shape` / `Size` at r
    a last-axis scatter row by row), gather the updates in that order, and fold each run of
    equal positions: float add and mul by blocks of masked reductions (`blocksum.py`: one mask,
    Where and ReduceSum / ReduceProd per level; integer mul the same with halving Muls, up to
-   `INTEGER_PRODUCT_LIMIT` static updates), integer add, max and min and float max / min by
+   `INTEGER_PRODUCT_LIMIT` static updates; with static sizes their rows — along another axis
+   moved last by two Transposes, a ScatterND's slice elements by `_slice_rows` — let the last
+   level end on row ends), integer add, max and min and float max / min by
    sorts and a prefix sum (`scatter_lean.py`), the rest (float64, longer integer products) with
    the blocked segmented scan of `segscan.py` (a chain in blocks of 16, the same over block ends,
    a short Hillis–Steele for the rest), which reads the run flags of neighbouring positions,
