@@ -568,3 +568,40 @@ def test_inspect_models_the_fallback_rewrite_of_a_domain_op_inside_a_function():
     assert [(n["op_type"], n["domain"], n["provider"]) for n in nodes] == [
         ("CumProd_float32", KERNEL_DOMAIN, "CPUExecutionProvider")
     ]
+
+
+def _ran_by_ort_cpu(model) -> set:
+    """The nodes ORT's CPU EP runs (its assignment record, after its own optimizations)."""
+    so = ort.SessionOptions()
+    so.log_severity_level = 3
+    so.add_session_config_entry("session.record_ep_graph_assignment_info", "1")
+    s = ort.InferenceSession(
+        model.SerializeToString(), so, providers=["CPUExecutionProvider"]
+    )
+    return {
+        n.name for sg in s.get_provider_graph_assignment_info() for n in sg.get_nodes()
+    }
+
+
+@pytest.mark.parametrize("target", ["dml", "webgpu"])
+@pytest.mark.parametrize("label", ["ScatterElements ax0", "ScatterND"])
+@pytest.mark.parametrize("reduction", ["add", "mul", "max"])
+def test_lowered_scatters_rows_are_the_nodes_ort_runs(target, label, reduction):
+    """A lowered scatter that reads its updates as rows (a Transpose, static sizes) lists the
+    nodes ORT runs, node for node: no Reshape to its own shape follows the Transpose, which
+    ORT's transpose optimizer would merge into a new, renamed Transpose (HandleReshape) —
+    seen on onnx's test_scatternd_multiply and on the WebGPU variant's axis-0 scatters."""
+    from ort_dml_ops.bench import budget
+    from ort_dml_ops.conversion import convert
+
+    (case,) = [
+        c
+        for c in budget.op_cases(target)
+        if c.label == label
+        and c.reduction == reduction
+        and c.dtype == "float32"
+        and not c.symbolic
+    ]
+    model = convert(budget.build_model(case, 50), target=target, strategy="lower").model
+    listed = {n.name for n in inspect(model, "cpu").nodes if n.provider}
+    assert listed == _ran_by_ort_cpu(model)

@@ -84,6 +84,7 @@ from .scatter_guard import (
     size_guard,
     static_numel,
 )
+from .scatter_lean import as_rows
 from .scatter_write import REDUCE_OPS, folds_by_blocks, scatter_flat
 from .segscan import BLOCK
 from .sizes import Size
@@ -308,20 +309,13 @@ class ScatterLowering(Rule):
                 # the block folds' last level ends on row ends (blocksum.plan): along another
                 # axis, two Transposes make rows of it (11 kernels fewer at 300 × 300)
                 shaped = e.reshape(pos, static_idims)
+                # kept as [rows, row]: the sort reads them so (flattened and read as rows
+                # again, two Reshapes that ORT fuses into one to their own shape: `as_rows`)
                 pos, vals, row = scatter_clean.rows_of(e, shaped, updates, idims, axis)
-                pos, vals, ascending = (
-                    e.reshape(pos, [-1]),
-                    e.reshape(vals, [-1]),
-                    False,
-                )
+                ascending = False
             elif slice_rows is not None:
                 pos, vals = _as_slice_rows(e, pos, updates, slice_rows)
-                pos, vals, ascending = (
-                    e.reshape(pos, [-1]),
-                    e.reshape(vals, [-1]),
-                    False,
-                )
-                row = slice_rows.T
+                ascending, row = False, slice_rows.T
             out = scatter_flat(
                 e,
                 flat,
@@ -565,7 +559,10 @@ def _as_slice_rows(
     renames, which `inspect` does not model: measured on onnx's test_scatternd_multiply)."""
     counts = rows.index_axes
     perm = [*range(counts, counts + rows.slice_axes), *range(counts)]
-    vals = e.reshape(e.op("Transpose", updates, perm=perm), [rows.R, rows.T])
+    moved = None
+    if updates.shape is not None and all(isinstance(d, int) for d in updates.shape):
+        moved = [updates.shape[d] for d in perm]
+    vals = as_rows(e, e.op("Transpose", updates, perm=perm, shape=moved), rows.T)
     return e.reshape(pos, [rows.R, rows.T]), vals
 
 

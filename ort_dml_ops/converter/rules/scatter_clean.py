@@ -39,7 +39,7 @@ import onnx_ir as ir
 
 from . import blocksum, sizes
 from .emitter import Emitter
-from .scatter_lean import choose, not_last, previous, take
+from .scatter_lean import as_rows, choose, not_last, previous, take
 from .sizes import Size
 
 #: targets that take this variant
@@ -83,10 +83,13 @@ def rows_of(
     row = sizes.maximum(e, idims[axis], 1)
     if axis != rank - 1:
         perm = [d for d in range(rank) if d != axis] + [axis]
-        pos = e.op("Transpose", pos, perm=perm)
-        updates = e.op("Transpose", updates, perm=perm)
-    shape = sizes.concat(e, [-1, row])
-    return e.reshape(pos, shape), e.reshape(updates, shape), row
+        # the shape where static and the axis not empty: `as_rows` then adds no Reshape to a
+        # 2-D one (a Reshape to its own shape after a Transpose: see there)
+        moved = [d for d in (idims[p] for p in perm) if isinstance(d, int)]
+        shape = moved if len(moved) == rank and row == idims[axis] else None
+        pos = e.op("Transpose", pos, perm=perm, shape=shape)
+        updates = e.op("Transpose", updates, perm=perm, shape=shape)
+    return as_rows(e, pos, row), as_rows(e, updates, row), row
 
 
 #: the first opset whose ScatterElements takes reduction max (`last_writes`)
@@ -222,7 +225,7 @@ def sorted_max_min(
     # 1. runs in update order; the data folds into each run's first update
     sk, by_pos = sort(keys)
     spos = flat1(sk)
-    svals = take(e, flat1(vals), by_pos, row)
+    svals = take(e, vals, by_pos, row)  # as rows already: `as_rows`
     d = e.take(flat, e.cast(spos, ir.DataType.INT32))
     # a run starts where the position changes (rows moved by `rows_of` need not ascend from
     # one row to the next, but their positions are disjoint)

@@ -50,6 +50,23 @@ from .segscan import shift
 from .sizes import Size
 
 
+def as_rows(e: Emitter, x: ir.Value, row: Size) -> ir.Value:
+    """x as [-1, row]: x itself where it is that already (a static 2-D shape the emitter was
+    told, `scatter_clean.rows_of`). A Reshape to its own shape right after a Transpose is one
+    that ORT's transpose optimizer merges with it into a new, renamed Transpose (HandleReshape
+    in onnx_transpose_optimization.cc), which `inspect` does not model."""
+    shape = x.shape
+    if (
+        isinstance(row, int)
+        and shape is not None
+        and len(shape) == 2
+        and isinstance(shape[0], int)
+        and shape[1] == row
+    ):
+        return x
+    return e.reshape(x, sizes.concat(e, [-1, row]))
+
+
 def sort_by(
     e: Emitter, keys: ir.Value, K: Size, row: Size | None, largest: bool = False
 ) -> tuple[ir.Value, ir.Value]:
@@ -65,10 +82,9 @@ def sort_by(
             sorted=1,
             axis=0,
         )
-    rows = sizes.concat(e, [-1, row])
     skeys, perm = e.op(
         "TopK",
-        e.reshape(keys, rows),
+        as_rows(e, keys, row),
         sizes.tensor(e, row),
         outputs=2,
         largest=int(largest),
@@ -82,8 +98,7 @@ def take(e: Emitter, x: ir.Value, perm: ir.Value, row: Size | None) -> ir.Value:
     """x (1-D, K items) in the order of a `sort_by` permutation."""
     if row is None:
         return e.take(x, perm)
-    rows = sizes.concat(e, [-1, row])
-    return e.reshape(e.op("GatherElements", e.reshape(x, rows), perm, axis=1), [-1])
+    return e.reshape(e.op("GatherElements", as_rows(e, x, row), perm, axis=1), [-1])
 
 
 def continues(
