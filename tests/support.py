@@ -70,6 +70,20 @@ def run_ort_cpu(model: onnx.ModelProto, feeds: dict) -> np.ndarray:
     return _cached_session(model.SerializeToString()).run(None, feeds)[0]
 
 
+def nodes_ort_cpu_runs(model: onnx.ModelProto) -> set[str]:
+    """The names of the nodes ORT's CPU EP runs, after its own optimizations (its assignment
+    record: session.record_ep_graph_assignment_info)."""
+    so = ort.SessionOptions()
+    so.log_severity_level = 3
+    so.add_session_config_entry("session.record_ep_graph_assignment_info", "1")
+    s = ort.InferenceSession(
+        model.SerializeToString(), so, providers=["CPUExecutionProvider"]
+    )
+    return {
+        n.name for sg in s.get_provider_graph_assignment_info() for n in sg.get_nodes()
+    }
+
+
 def run_reference(model: onnx.ModelProto, feeds: dict) -> np.ndarray:
     from onnx.reference import ReferenceEvaluator
 

@@ -570,19 +570,6 @@ def test_inspect_models_the_fallback_rewrite_of_a_domain_op_inside_a_function():
     ]
 
 
-def _ran_by_ort_cpu(model) -> set:
-    """The nodes ORT's CPU EP runs (its assignment record, after its own optimizations)."""
-    so = ort.SessionOptions()
-    so.log_severity_level = 3
-    so.add_session_config_entry("session.record_ep_graph_assignment_info", "1")
-    s = ort.InferenceSession(
-        model.SerializeToString(), so, providers=["CPUExecutionProvider"]
-    )
-    return {
-        n.name for sg in s.get_provider_graph_assignment_info() for n in sg.get_nodes()
-    }
-
-
 @pytest.mark.parametrize("target", ["dml", "webgpu"])
 @pytest.mark.parametrize("label", ["ScatterElements ax0", "ScatterND"])
 @pytest.mark.parametrize("reduction", ["add", "mul", "max"])
@@ -593,6 +580,7 @@ def test_lowered_scatters_rows_are_the_nodes_ort_runs(target, label, reduction):
     seen on onnx's test_scatternd_multiply and on the WebGPU variant's axis-0 scatters."""
     from ort_dml_ops.bench import budget
     from ort_dml_ops.conversion import convert
+    from tests.support import nodes_ort_cpu_runs
 
     (case,) = [
         c
@@ -604,4 +592,4 @@ def test_lowered_scatters_rows_are_the_nodes_ort_runs(target, label, reduction):
     ]
     model = convert(budget.build_model(case, 50), target=target, strategy="lower").model
     listed = {n.name for n in inspect(model, "cpu").nodes if n.provider}
-    assert listed == _ran_by_ort_cpu(model)
+    assert listed == nodes_ort_cpu_runs(model)

@@ -19,6 +19,7 @@ import pytest
 from ort_dml_ops import convert, inspect
 from ort_dml_ops.cli import main
 from ort_dml_ops.converter.pipeline import SORTED_NOTE
+from tests.support import nodes_ort_cpu_runs
 from tests.third_party import PROJECTS, THIRD_PARTY, family_nodes, named
 
 pytestmark = pytest.mark.full
@@ -110,13 +111,7 @@ def test_a_file_written_out_of_topological_order_is_sorted_not_refused(m):
 def _node_list_gap(model) -> list[str]:
     """Nodes ORT's CPU EP ran that `inspect --target cpu` does not list as running, and the
     reverse (ORT's assignment record, session.record_ep_graph_assignment_info)."""
-    so = ort.SessionOptions()
-    so.log_severity_level = 3
-    so.add_session_config_entry("session.record_ep_graph_assignment_info", "1")
-    s = ort.InferenceSession(model.SerializeToString(), so, providers=CPU)
-    ran = {
-        n.name for sg in s.get_provider_graph_assignment_info() for n in sg.get_nodes()
-    }
+    ran = nodes_ort_cpu_runs(model)
     listed = {n.name for n in inspect(model, "cpu").nodes if n.provider}
     return sorted(ran ^ listed)
 
