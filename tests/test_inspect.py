@@ -593,3 +593,26 @@ def test_lowered_scatters_rows_are_the_nodes_ort_runs(target, label, reduction):
     model = convert(budget.build_model(case, 50), target=target, strategy="lower").model
     listed = {n.name for n in inspect(model, "cpu").nodes if n.provider}
     assert listed == nodes_ort_cpu_runs(model)
+
+
+@pytest.mark.parametrize("label", ["ScatterElements ax1", "ScatterND"])
+@pytest.mark.parametrize("reduction", ["add", "mul"])
+def test_block_folds_at_run_time_sizes_are_the_nodes_ort_runs(label, reduction):
+    """A float block fold whose sizes are known only at run time cuts its last level's masks
+    from constants by a Slice (blocksum._sliced_masks): `inspect` lists exactly the nodes ORT's
+    CPU EP runs, the Slice of a constant whose ends come from the CPU included."""
+    from ort_dml_ops.bench import budget
+    from ort_dml_ops.conversion import convert
+    from tests.support import nodes_ort_cpu_runs
+
+    (case,) = [
+        c
+        for c in budget.op_cases("dml")
+        if c.label == label
+        and c.reduction == reduction
+        and c.dtype == "float32"
+        and c.symbolic
+    ]
+    model = convert(budget.build_model(case, 50), target="dml", strategy="lower").model
+    listed = {n.name for n in inspect(model, "cpu").nodes if n.provider}
+    assert listed == nodes_ort_cpu_runs(model)

@@ -363,6 +363,22 @@ def _lean_cases():
         )
         feeds = {"data": data, "indices": idx, "updates": upd}
         cases.append((f"lean_float_{red}_scatter_nd_slices", m, feeds))
+    for red in ("add", "mul"):
+        # the block folds with every dim at run time: the top padded to whole blocks of 8 ·
+        # 64 · 64, then a last level of as many items as that gives (0 updates: one item; 700:
+        # one; 70,000: three, runs crossing their ends), its masks cut by a Slice (blocksum.py)
+        m = _scatter18(["N", 1], ["K", 1], 0, red)
+        for k in (0, 700, 70_000):
+            data = rng.integers(-3, 4, (600, 1)).astype(np.float32)
+            data[rng.random(data.shape) < 0.3] = -0.0
+            upd = rng.integers(-3, 4, (k, 1)).astype(np.float32)
+            if red == "mul":  # ~117 factors a position: far from the float range's ends
+                upd = rng.choice(np.array([1, -1, 2, -1, 0.5, 1], np.float32), (k, 1))
+            upd[rng.random(upd.shape) < 0.2] = -0.0
+            upd[rng.random(upd.shape) < 0.0005] = np.inf
+            idx = rng.integers(-600, 600, (k, 1)).astype(np.int64)
+            feeds = {"data": data, "indices": idx, "updates": upd}
+            cases.append((f"lean_float_{red}_symbolic_k{k}", m, feeds))
     for red in ("max", "min"):
         # the ends of the range: ±max and ±inf sort to where a TopK that pads its rows to a
         # power of two puts its padding (ORT's WebGPU TopK does, tests/webgpu); rows of 3 and 11

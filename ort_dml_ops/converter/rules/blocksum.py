@@ -17,7 +17,10 @@ Construction, for n items viewed as [n/B, B] blocks:
    solved the same way one level down: the sum of the run so far at each block end;
 3. carry: an item whose key equals the previous block's last key adds that block end's sum.
 
-A level of at most `LAST` items is one block, with no carry. A level whose blocks all end where
+A level of at most `LAST` items is one block, with no carry. Where n is known only at run time
+the top is padded to whole blocks of every level, so the last level holds a run-time count of at
+most `LAST` items: one block of exactly those, its masks cut from `LAST` × `LAST` constants by
+one Slice (`_sliced_masks`; padded to `LAST` on WebGPU). A level whose blocks all end where
 runs end needs no carry either: where the items come in rows that no run crosses (a scatter's
 rows along its axis: each row of indices writes its own row of the data), an item of a level
 stands for W items of the top (the product of the widths above), so blocks of f of them end on
@@ -51,6 +54,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import math
+from collections.abc import Callable
 
 import numpy as np
 import onnx_ir as ir
@@ -326,6 +330,11 @@ def _level(
         block = _block_folds(e, keys, vals, last, not top, identity, fold, key_fill)
         return e.reshape(block, [-1]), whole
     if not widths or bound <= LAST:
+        if not isinstance(n, int) and aligned and not top and _sliced_masks(e, fold):
+            # n ≤ LAST items known at run time (`run_folds` padded the top to whole blocks of
+            # every level above): one block of n, its masks cut to n × n by one Slice
+            block = _block_folds(e, keys, vals, n, True, identity, fold, key_fill)
+            return e.reshape(block, [-1]), n
         width = n if isinstance(n, int) else LAST
         if not isinstance(n, int):
             keys, vals = _pad(e, keys, vals, n, LAST, key_fill, identity, not top)
@@ -390,7 +399,7 @@ def _block_folds(
     e: Emitter,
     P: ir.Value,
     V: ir.Value,
-    width: int,
+    width: Size,
     prefix: bool,
     identity: ir.Value,
     fold: Fold,
@@ -398,19 +407,21 @@ def _block_folds(
 ) -> ir.Value:
     """[blocks, width]: each item's fold over the items of its block with its key (`prefix`:
     only those at or before it). `P`, `V`: the keys and values, whole blocks in any shape (each
-    is reshaped once here); `key_fill`: a constant of the keys' type."""
+    is reshaped once here); `key_fill`: a constant of the keys' type. A `width` known only at
+    run time (at most `LAST`) is one block of all the items (`_sliced_masks`)."""
     if fold.flip:
         floats = key_fill.dtype == ir.DataType.FLOAT
         dtype = np.float32 if floats else np.int32
         other = _other_or_after(e, P, width, dtype, fold.ascending)
-        picked = e.op("Where", other, identity, e.reshape(V, [-1, 1, width]))
+        picked = e.op("Where", other, identity, _across(e, V, width))
     else:
-        same = e.op("Equal", e.reshape(P, [-1, width, 1]), e.reshape(P, [-1, 1, width]))
+        same = e.op("Equal", _down(e, P, width), _across(e, P, width))
         if prefix:
-            tril = e.const(np.tril(np.ones((width, width), dtype=bool)))
+            tril = _mask(e, lambda k: np.tril(np.ones((k, k), dtype=bool)), width)
             same = e.op("And", same, tril)
-        picked = e.op("Where", same, e.reshape(V, [-1, 1, width]), identity)
+        picked = e.op("Where", same, _across(e, V, width), identity)
     if fold is INTEGER_PRODUCT:
+        assert isinstance(width, int)  # `_sliced_masks`: the halving needs its steps
         return _halving_product(e, picked, width, identity)
     # the axes became an input at opset 13 for ReduceSum, at 18 for ReduceProd
     if e.opset >= (13 if fold.reduce == "ReduceSum" else 18):
@@ -439,7 +450,7 @@ def _halving_product(
 
 
 def _other_or_after(
-    e: Emitter, P: ir.Value, width: int, dtype: type, ascending: bool
+    e: Emitter, P: ir.Value, width: Size, dtype: type, ascending: bool
 ) -> ir.Value:
     """[blocks, width, width] flags: item j is not in item i's run up to i — another key, or
     after i. The selection that keeps the values in Where's false branch (`Fold.flip`) needs
@@ -450,14 +461,43 @@ def _other_or_after(
     With d = P[i] − P[j], the flag is max(|d|, [j > i]) > 0. Where the keys are sorted (pads,
     −1, only after every real item) d ≥ 0 for j ≤ i, so no Abs is needed: a pad item's own
     flags are then wrong, and never read."""
-    diff = e.op("Sub", e.reshape(P, [-1, width, 1]), e.reshape(P, [-1, 1, width]))
+    diff = e.op("Sub", _down(e, P, width), _across(e, P, width))
     if not ascending:
         diff = e.op("Abs", diff)
-    after: np.ndarray = np.triu(np.ones((width, width), dtype=dtype), k=1)
     zero = e.const(np.asarray(0, dtype=dtype))
     if dtype == np.float32 or e.opset >= 12:  # integer Max from opset 12 (Max-12)
-        return e.op("Greater", e.op("Max", diff, e.const(after)), zero)
-    return e.op("Or", e.op("Greater", diff, zero), e.const(after.astype(bool)))
+        after = _mask(e, lambda k: np.triu(np.ones((k, k), dtype=dtype), k=1), width)
+        return e.op("Greater", e.op("Max", diff, after), zero)
+    after = _mask(e, lambda k: np.triu(np.ones((k, k), dtype=bool), k=1), width)
+    return e.op("Or", e.op("Greater", diff, zero), after)
+
+
+def _sliced_masks(e: Emitter, fold: Fold) -> bool:
+    """Can the last level take a width known only at run time, its masks cut from constants of
+    `LAST` × `LAST` by a Slice (one kernel where a Pad of the keys and one of the values took
+    two, and masks of n × n where they were 512 × 512 at any n)? Not for the halving products,
+    whose steps need a static width, nor on WebGPU, whose Slice takes float types only (the
+    plugin's kernel table): a bool or int32 mask would go to the CPU and back."""
+    return fold is not INTEGER_PRODUCT and e.ctx.target != "webgpu"
+
+
+def _down(e: Emitter, x: ir.Value, width: Size) -> ir.Value:
+    """x as [blocks, width, 1] (one block where `width` is known only at run time)."""
+    return e.reshape(x, [-1, width, 1] if isinstance(width, int) else [1, -1, 1])
+
+
+def _across(e: Emitter, x: ir.Value, width: Size) -> ir.Value:
+    """x as [blocks, 1, width] (one block where `width` is known only at run time)."""
+    return e.reshape(x, [-1, 1, width] if isinstance(width, int) else [1, 1, -1])
+
+
+def _mask(e: Emitter, square: Callable[[int], np.ndarray], width: Size) -> ir.Value:
+    """A [width, width] mask, `square(k)` being the k × k one: a constant where `width` is
+    static, else the corner of the `LAST` × `LAST` one that a Slice cuts at run time."""
+    if isinstance(width, int):
+        return e.const(square(width))
+    ends = sizes.concat(e, [width, width])
+    return e.op("Slice", e.const(square(LAST)), e.i64([0, 0]), ends, e.i64([0, 1]))
 
 
 def _pad(

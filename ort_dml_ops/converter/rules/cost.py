@@ -40,8 +40,8 @@ SCATTER_PASSES = {
     # float add / mul: block folds (blocksum.py) — more bytes than the chain scan, a fourth of
     # its kernels; add writes data − the unpooled negated sums (scatter_lean.py); with static
     # rows the last level ends on row ends (blocksum.plan)
-    "add": (30.9, 48.7),
-    "mul": (44.6, 79.6),
+    "add": (30.9, 48.3),
+    "mul": (44.6, 78.8),
     # the sort-based folds (scatter_lean.py): three sorts and a prefix count for float max /
     # min, two sorts for integers, one sort and one CumSum for integer add
     "max": (36.0, 40.3),
@@ -100,8 +100,8 @@ CHAIN_PASSES = 3.0
 #: tests/converter/rules/test_cost.py counts them again.
 SCATTER_KERNELS = {
     "none": (11, 17),
-    "add": (34, 64),
-    "mul": (36, 68),
+    "add": (34, 63),
+    "mul": (36, 67),
     "max": (38, 44),
     "min": (38, 44),
     "int_max_min": (21, 25),
