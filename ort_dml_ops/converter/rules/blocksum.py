@@ -55,6 +55,7 @@ import dataclasses
 import functools
 import math
 from collections.abc import Callable
+from typing import NamedTuple
 
 import numpy as np
 import onnx_ir as ir
@@ -70,6 +71,14 @@ FIRST = 8
 LEVEL_RUNTIME = 64
 #: a level of at most this many items is one block ([1, LAST, LAST] flags: 256 Ki)
 LAST = 512
+
+
+class Aligned(NamedTuple):
+    """A level's run-time n padded to whole blocks of it and of every level below it: n is
+    `blocks` · `per` items, `blocks` the top's count of `per`-item units (`run_folds`)."""
+
+    blocks: Size
+    per: int
 
 
 @dataclasses.dataclass(frozen=True)
@@ -128,7 +137,7 @@ def run_folds(
     key_fill = e.const(np.asarray(-1, dtype=key_dtype))
     identity = e.const(np.asarray(fold.identity, dtype=dtype))
     widths, last = plan(n, fold, row)
-    aligned = False
+    aligned = None
     if not isinstance(n, int):
         # a run-time n is padded once to whole blocks of every level (8 · 64 · 64 items): no
         # level below pads, and no size is computed per level (a Pad pair and five CPU nodes
@@ -141,7 +150,7 @@ def run_folds(
         )
         padded = sizes.mul(e, blocks, unit)
         keys, vals = _pad(e, keys, vals, n, padded, key_fill, identity)
-        n, aligned = padded, True
+        n, aligned = padded, Aligned(blocks, unit)
     out, _ = _level(
         e,
         keys,
@@ -314,14 +323,14 @@ def _level(
     identity: ir.Value,
     fold: Fold,
     top: bool = True,
-    aligned: bool = False,
+    aligned: Aligned | None = None,
     last: int | None = None,
 ) -> tuple[ir.Value, Size]:
     """(folds, their length ≥ n) for one level and everything below it. `widths`: this level's
     block width and those below (`plan`); `key_fill`: −1 in the keys' type (below every real
     key); `identity`: the fold's, in the values' type; `aligned`: n is whole blocks of this
-    level and every level below (`run_folds` padded it); `last`: the last level's block width
-    (`plan`; None: one block)."""
+    level and every level below (`run_folds` padded it), and how many; `last`: the last
+    level's block width (`plan`; None: one block)."""
     if last is not None and not widths and isinstance(n, int):
         # blocks that end on row ends: no run goes on past one, so no level below
         whole = -(-n // last) * last
@@ -342,8 +351,13 @@ def _level(
         return e.reshape(block, [-1]), width
     width = widths[0]
     if aligned:
+        # the count below from the top's, not a chain of Divs: the last level's is the top's
+        # own, and the others are read only where their differences fold (`sizes.sub`)
+        aligned = Aligned(aligned.blocks, aligned.per // width)
         blocks: Size = (
-            n // width if isinstance(n, int) else e.op("Div", n, e.i64([width]))
+            n // width
+            if isinstance(n, int)
+            else sizes.mul(e, aligned.blocks, aligned.per)
         )
         padded: Size = n
     else:
