@@ -125,6 +125,8 @@ def test_symbolic_clean_scatter_copies_are_what_inspect_predicts(
         (0, (5, 3), (3000, 3)),
         (1, (60, 7), (60, 300)),
         (None, (9, 40), (3000, 1)),  # ScatterND of row slices: a row per slice element
+        # run-time sizes: a last level of three items (one Slice cuts the products' masks)
+        (0, (600, 1), (70_000, 1)),
     ],
 )
 def test_float_block_folds_on_webgpu_equal_ort_kernel(

@@ -20,7 +20,7 @@ Construction, for n items viewed as [n/B, B] blocks:
 A level of at most `LAST` items is one block, with no carry. Where n is known only at run time
 the top is padded to whole blocks of every level, so the last level holds a run-time count of at
 most `LAST` items: one block of exactly those, its masks cut from `LAST` × `LAST` constants by
-one Slice (`_sliced_masks`; padded to `LAST` on WebGPU). A level whose blocks all end where
+one Slice (`_sliced_masks`; a sum's bool masks are padded to `LAST` on WebGPU). A level whose blocks all end where
 runs end needs no carry either: where the items come in rows that no run crosses (a scatter's
 rows along its axis: each row of indices writes its own row of the data), an item of a level
 stands for W items of the top (the product of the widths above), so blocks of f of them end on
@@ -339,7 +339,12 @@ def _level(
         block = _block_folds(e, keys, vals, last, not top, identity, fold, key_fill)
         return e.reshape(block, [-1]), whole
     if not widths or bound <= LAST:
-        if not isinstance(n, int) and aligned and not top and _sliced_masks(e, fold):
+        if (
+            not isinstance(n, int)
+            and aligned
+            and not top
+            and _sliced_masks(e, fold, key_fill)
+        ):
             # n ≤ LAST items known at run time (`run_folds` padded the top to whole blocks of
             # every level above): one block of n, its masks cut to n × n by one Slice
             block = _block_folds(e, keys, vals, n, True, identity, fold, key_fill)
@@ -486,13 +491,18 @@ def _other_or_after(
     return e.op("Or", e.op("Greater", diff, zero), after)
 
 
-def _sliced_masks(e: Emitter, fold: Fold) -> bool:
+def _sliced_masks(e: Emitter, fold: Fold, key_fill: ir.Value) -> bool:
     """Can the last level take a width known only at run time, its masks cut from constants of
     `LAST` × `LAST` by a Slice (one kernel where a Pad of the keys and one of the values took
     two, and masks of n × n where they were 512 × 512 at any n)? Not for the halving products,
-    whose steps need a static width, nor on WebGPU, whose Slice takes float types only (the
-    plugin's kernel table): a bool or int32 mask would go to the CPU and back."""
-    return fold is not INTEGER_PRODUCT and e.ctx.target != "webgpu"
+    whose steps need a static width; on WebGPU, whose Slice takes float types only (the
+    plugin's kernel table), only the float mask of a product with float keys (the sums' mask
+    is bool: it would go to the CPU and back)."""
+    if fold is INTEGER_PRODUCT:
+        return False
+    return e.ctx.target != "webgpu" or (
+        fold.flip and key_fill.dtype == ir.DataType.FLOAT
+    )
 
 
 def _down(e: Emitter, x: ir.Value, width: Size) -> ir.Value:
