@@ -108,6 +108,25 @@ SCATTER_KERNELS = {
     "int_add": (31, 36),
     "int_mul": (52, 107),
 }
+#: the lowered scatter on the DML EP for the float types its lowering's ops lack there, by
+#: (element type, reduction): ((kernels), (copies)), each (static, every dim symbolic), counted
+#: as SCATTER_KERNELS (`inspect`, 300 × 300). float64: the sorts, masks and scans have no
+#: double kernel on the DML EP (the segmented scan and its neighbours bounce between the EPs);
+#: bfloat16: hardly any op has one. Far more copies than the CPU path's three, so `auto` keeps
+#: these on ONNX Runtime's CPU kernel (`dominated`, or the estimate where sizes are known);
+#: without a reduction the float64 lowering stays on the device (one copy, the guard's flag).
+DML_OFF_DEVICE_SCATTERS = {
+    ("float64", "none"): ((11, 17), (1, 1)),
+    ("float64", "add"): ((133, 185), (163, 187)),
+    ("float64", "mul"): ((133, 185), (127, 151)),
+    ("float64", "max"): ((245, 310), (128, 152)),
+    ("float64", "min"): ((245, 310), (128, 152)),
+    ("bfloat16", "none"): ((9, 47), (2, 20)),
+    ("bfloat16", "add"): ((63, 124), (12, 38)),
+    ("bfloat16", "mul"): ((63, 124), (12, 38)),
+    ("bfloat16", "max"): ((140, 214), (46, 75)),
+    ("bfloat16", "min"): ((140, 214), (46, 75)),
+}
 #: the WebGPU-clean variant's kernels on the WebGPU plugin, counted the same way
 WEBGPU_CLEAN_SCATTER_KERNELS = {
     "none": (5, 9),
@@ -234,6 +253,7 @@ def node_costs(
     out_bytes = _bytes(node.outputs[0] if node.outputs else None, hints)
     family = _family(node)
     opts: dict[str, OptionCost] = {}
+    off_device = None  # a scatter's lowering that bounces between the EPs (DML)
     if native:
         passes, note = 1.0, ""
         axis_len = _cumsum_axis(node)
@@ -254,6 +274,8 @@ def node_costs(
         if clean and kind == "none" and not writes_last(kind, opset):
             kind = "none_sorted"
         lowered_passes = _lowered_passes(node, family, clean, kind)
+        if family == "scatter":
+            off_device = _dml_off_device(node, target, kind)
         if lowered_passes is not None:
             copies, note = 0, "measured at 1e6 elements"
             if clean:
@@ -262,9 +284,14 @@ def node_costs(
             elif family == "scatter" and target == "webgpu":
                 copies = WEBGPU_SCATTER_COPIES.get(kind or "", 55)
                 note += "; copies measured on the WebGPU plugin (ops it lacks: TopK int32, MaxUnpool, int Slice)"
+            elif off_device is not None:
+                copies = off_device[1][0 if _static(node) else 1]
+                note += "; copies measured on the DML EP (its kernels lack this element type)"
             elif family == "scatter" and target != "cpu":
                 copies, note = 1, note + "; the index guard's flag (one per model)"
             kernels = _lowered_kernels(node, family, clean, kind)
+            if off_device is not None:
+                kernels = off_device[0][0 if _static(node) else 1]
             option = _option(lowered_passes, copies, out_bytes, note, kernels=kernels)
             if kernels is not None and out_bytes is not None and target != "cpu":
                 est = DEVICE.device_us(kernels, lowered_passes, out_bytes, copies)
@@ -321,6 +348,8 @@ def node_costs(
         and low.estimate_us is None
         and node.inputs[0] is not None
         and node.inputs[0].dtype is not None
+        # its copies move whole tensors between the EPs, at every size: it never wins
+        and (off_device is None or off_device[1] == (1, 1))
     ):
         wins = break_even(low, cpu, int(node.inputs[0].dtype.itemsize))
         opts["lowered"] = dataclasses.replace(low, wins_above=wins)
@@ -375,6 +404,20 @@ def cheaper_on_cpu(costs: dict[str, OptionCost]) -> str | None:
     if dominated(costs, "lowered", by="cpu"):
         return "the CPU path is no costlier in passes and copies (report: cost)"
     return None
+
+
+def _dml_off_device(
+    node: ir.Node, target: str, kind: str | None
+) -> tuple[tuple[int, int], tuple[int, int]] | None:
+    """The (kernels, copies) of a lowered scatter whose element type the DML EP's kernels lack
+    (DML_OFF_DEVICE_SCATTERS), None for any other node or target."""
+    data = node.inputs[0] if node.inputs else None
+    if target != "dml" or data is None or data.dtype is None or kind is None:
+        return None
+    name = {ir.DataType.DOUBLE: "float64", ir.DataType.BFLOAT16: "bfloat16"}.get(
+        data.dtype
+    )
+    return None if name is None else DML_OFF_DEVICE_SCATTERS.get((name, kind))
 
 
 def _lowered_kernels(

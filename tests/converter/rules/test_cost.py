@@ -182,6 +182,52 @@ def test_scatter_kernel_figures_are_what_inspect_counts(kind, symbolic):
 
 
 @pytest.mark.parametrize("symbolic", [False, True], ids=["static", "symbolic"])
+@pytest.mark.parametrize("dtype,reduction", list(cost.DML_OFF_DEVICE_SCATTERS))
+def test_off_device_figures_are_what_inspect_counts(dtype, reduction, symbolic):
+    """The kernels and copies of a lowering whose element type the DML EP's kernels lack
+    (cost.DML_OFF_DEVICE_SCATTERS) are what `inspect` counts for the graph convert emits
+    (300 × 300, as tools/lowering_budget.py counts them)."""
+    from ort_dml_ops.bench import budget
+
+    case = budget.OpCase("ScatterElements", dtype, symbolic, reduction)
+    row = budget.measure_op(case, "dml", passes=False)
+    kernels, copies = cost.DML_OFF_DEVICE_SCATTERS[(dtype, reduction)]
+    assert row.action == "lowered"
+    assert (row.added, row.copies) == (
+        kernels[1 if symbolic else 0],
+        copies[1 if symbolic else 0],
+    )
+
+
+@pytest.mark.parametrize("symbolic", [False, True], ids=["static", "symbolic"])
+@pytest.mark.parametrize("reduction", ["add", "mul", "max", "min"])
+@pytest.mark.parametrize("dtype", ["float64", "bfloat16"])
+def test_auto_keeps_a_scatter_whose_lowering_leaves_the_dml_ep_on_the_cpu(
+    dtype, reduction, symbolic
+):
+    """float64 and bfloat16 lowerings run most of their ops off the DML EP (a hundred copies
+    and more a run): `auto` leaves the node on ONNX Runtime's CPU kernel, says why, and claims
+    no size above which the lowering would win; the converted model copies no more than the
+    original (inspect), and its output is ORT's CPU kernel's (float64)."""
+    from ort_dml_ops.bench import budget
+    from ort_dml_ops.inspection import inspect
+
+    case = budget.OpCase("ScatterElements", dtype, symbolic, reduction)
+    model = budget.build_model(case, 30)
+    result = convert(model, target="dml")
+    (node,) = result.report.nodes
+    assert node.action == "cpu", node.reason
+    assert "the CPU path is" in node.reason
+    assert "wins_above_elements" not in node.cost["lowered"]
+    assert inspect(result.model, "dml").copies <= inspect(model, "dml").copies
+    if dtype == "float64":  # (onnxruntime's Python API takes no bfloat16 feeds)
+        feeds = budget.build_feeds(case, 30)
+        np.testing.assert_array_equal(
+            run_cpu(result.model, feeds)[0], run_cpu(model, feeds)[0]
+        )
+
+
+@pytest.mark.parametrize("symbolic", [False, True], ids=["static", "symbolic"])
 @pytest.mark.parametrize("kind", list(cost.WEBGPU_CLEAN_SCATTER_KERNELS))
 def test_webgpu_clean_kernel_figures_are_what_inspect_counts(kind, symbolic):
     """The WebGPU-clean variant's kernels (cost.WEBGPU_CLEAN_SCATTER_KERNELS) are the non-view
