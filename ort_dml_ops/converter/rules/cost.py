@@ -241,9 +241,10 @@ def node_costs(
 ) -> dict[str, OptionCost]:
     """The options of `node` on `target` with their costs (before any rewrite of the node).
 
-    `data_on_host`: the target keeps this element type on the CPU EP anyway (WebGPU: int64 and
-    float64, docs/webgpu.md) — its CPU path copies nothing, and a lowering there runs its
-    TopK (int32 or int64 keys) and MaxUnpool off the device too (no WebGPU kernel for either).
+    `data_on_host`: the target keeps this element type on the CPU EP anyway (WebGPU: int64,
+    uint64, float64 and bfloat16, docs/webgpu.md) — its CPU path copies nothing, and a lowering
+    there runs on the CPU EP too, its TopK and MaxUnpool included (no WebGPU kernel for
+    either): no DeviceModel estimate, no crossover size; its passes and copies decide.
     `hints`: value name → dims, where the caller knows sizes the graph leaves symbolic
     (`convert --input-shape`); with static or hinted sizes each option gets an estimate.
     `bounds`: value name → upper bounds of dims only the data decides (a NonZero's count); the
@@ -293,7 +294,10 @@ def node_costs(
             if off_device is not None:
                 kernels = off_device[0][0 if _static(node) else 1]
             option = _option(lowered_passes, copies, out_bytes, note, kernels=kernels)
-            if kernels is not None and out_bytes is not None and target != "cpu":
+            # DeviceModel prices dispatches and device bandwidth: a lowering whose data stays
+            # on the CPU EP has neither, so it gets no estimate (the passes and copies decide)
+            on_device = target != "cpu" and not data_on_host
+            if kernels is not None and out_bytes is not None and on_device:
                 est = DEVICE.device_us(kernels, lowered_passes, out_bytes, copies)
                 option = dataclasses.replace(option, estimate_us=round(est, 1))
             opts["lowered"] = option
@@ -348,8 +352,10 @@ def node_costs(
         and low.estimate_us is None
         and node.inputs[0] is not None
         and node.inputs[0].dtype is not None
-        # its copies move whole tensors between the EPs, at every size: it never wins
+        # its copies move whole tensors between the EPs, at every size, or it runs on the
+        # CPU EP beside the kernel it would replace: it never wins
         and (off_device is None or off_device[1] == (1, 1))
+        and not data_on_host
     ):
         wins = break_even(low, cpu, int(node.inputs[0].dtype.itemsize))
         opts["lowered"] = dataclasses.replace(low, wins_above=wins)
@@ -444,6 +450,16 @@ def _lowered_kernels(
     return None if pair is None else pair[0 if static else 1]
 
 
+#: element types the WebGPU plugin keeps on the CPU EP: int64 and float64 have a few shape and
+#: cast kernels, uint64 five, bfloat16 none (the plugin's kernel table, targets/data)
+_WEBGPU_HOST_TYPES = (
+    ir.DataType.INT64,
+    ir.DataType.UINT64,
+    ir.DataType.DOUBLE,
+    ir.DataType.BFLOAT16,
+)
+
+
 def for_node(
     node: ir.Node, ctx, native: bool, lowerable: bool
 ) -> dict[str, OptionCost]:
@@ -453,9 +469,7 @@ def for_node(
 
     data = node.inputs[0] if node.inputs else None
     on_host = (
-        ctx.target == "webgpu"
-        and data is not None
-        and data.dtype in (ir.DataType.INT64, ir.DataType.DOUBLE)
+        ctx.target == "webgpu" and data is not None and data.dtype in _WEBGPU_HOST_TYPES
     )
     return node_costs(
         node,
