@@ -18,15 +18,17 @@ Construction, for n items viewed as [n/B, B] blocks:
 3. carry: an item whose key equals the previous block's last key adds that block end's sum.
 
 A level of at most `LAST` items is one block, with no carry. Where n is known only at run time
-the top is padded to whole blocks of every level, so the last level holds a run-time count of at
-most `LAST` items: one block of exactly those, its masks cut from `LAST` × `LAST` constants by
-one Slice (`_sliced_masks`; a sum's bool masks are padded to `LAST` on WebGPU). A level whose blocks all end where
-runs end needs no carry either: where the items come in rows that no run crosses (a scatter's
-rows along its axis: each row of indices writes its own row of the data), an item of a level
-stands for W items of the top (the product of the widths above), so blocks of f of them end on
-row ends wherever W · f is a whole number of rows (`plan`'s `last`). At 300 × 300 updates in
-rows of 300: blocks of 6, then blocks of 50 ends (one row each) — 14 kernels of sums where
-8, 30 and one block of 375 took 25.
+the top is padded to whole blocks of every level, so the last level holds a run-time count of
+at most `LAST` items: one block of exactly those, its masks cut from `LAST` × `LAST` constants
+by one Slice (`_sliced_masks`; on WebGPU a sum's bool masks are padded to `LAST` instead).
+
+A level whose blocks all end where runs end needs no carry either: where the items come in
+rows that no run crosses (a scatter's rows along its axis: each row of indices writes its own
+row of the data), an item of a level stands for W items of the top (the product of the widths
+above), so blocks of f of them end on row ends wherever W · f is a whole number of rows
+(`plan`'s `last`). At 300 × 300 updates in rows of 300: blocks of 6, then blocks of 50 ends
+(one row each) — 14 kernels of sums where 8, 30 and one block of 375 took 25.
+
 Each other level costs the block's
 three or four kernels, two Slices for the ends, two Pads that shift them by one block, and
 Equal, Where, Add for the carry. The widths (`plan`) trade kernels for bytes: the top level's
