@@ -167,7 +167,11 @@ def _plan(node: ir.Node, ctx: RewriteContext, strategy: str, memo: _Memo) -> _Pl
             # a cast rule is the target's own kernel between two to four elementwise Casts:
             # no lowering's kernels or passes for the CPU path to beat
             cpu_cheaper = None
-        if cpu_cheaper and not _cpu_kernel_exists(node, ctx):
+        if (
+            cpu_cheaper
+            and not _cpu_kernel_exists(node, ctx)
+            and not _lowering_copies_more(costs)
+        ):
             cpu_cheaper = None
         plan = _Plan(
             native, native_why, costs, tuple(refused), passing, costly, cpu_cheaper
@@ -288,6 +292,16 @@ def _cpu_kernel_exists(node: ir.Node, ctx: RewriteContext) -> bool:
         return False
     on_cpu, _ = _native(node, dataclasses.replace(ctx, target="cpu"))
     return on_cpu and _decision(node, ctx).provider == "CPUExecutionProvider"
+
+
+def _lowering_copies_more(costs: dict[str, cost.OptionCost]) -> bool:
+    """Does the lowering copy more per run than the CPU path between its copies? Where that
+    path is the Python fallback (no ORT CPU kernel: the custom CumProd), no estimate weighs it,
+    but a lowering that leaves the device this often loses anyway (DML's float64 CumProd: 18
+    copies a run, 62 at run-time sizes, where the fallback's node copies its input and output:
+    cost.DML_OFF_DEVICE_CUMPROD), so the node is left as it is."""
+    low, cpu = costs.get("lowered"), costs.get("cpu")
+    return low is not None and cpu is not None and low.copies > cpu.copies
 
 
 def _native_costlier(node: ir.Node, ctx: RewriteContext) -> str | None:

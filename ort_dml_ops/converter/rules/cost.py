@@ -127,6 +127,9 @@ DML_OFF_DEVICE_SCATTERS = {
     ("bfloat16", "max"): ((140, 214), (46, 75)),
     ("bfloat16", "min"): ((140, 214), (46, 75)),
 }
+#: the same for the blocked CumProd scan (DML, float64: its Mul / Pad / Concat chain bounces
+#: between the EPs), ((kernels), (copies)), counted with `inspect` at 300 × 300
+DML_OFF_DEVICE_CUMPROD = {"float64": ((9, 31), (18, 62))}
 #: the WebGPU-clean variant's kernels on the WebGPU plugin, counted the same way
 WEBGPU_CLEAN_SCATTER_KERNELS = {
     "none": (5, 9),
@@ -275,8 +278,8 @@ def node_costs(
         if clean and kind == "none" and not writes_last(kind, opset):
             kind = "none_sorted"
         lowered_passes = _lowered_passes(node, family, clean, kind)
-        if family == "scatter":
-            off_device = _dml_off_device(node, target, kind)
+        if family in ("scatter", "cumprod"):
+            off_device = _dml_off_device(node, target, kind, family)
         if lowered_passes is not None:
             copies, note = 0, "measured at 1e6 elements"
             if clean:
@@ -413,17 +416,22 @@ def cheaper_on_cpu(costs: dict[str, OptionCost]) -> str | None:
 
 
 def _dml_off_device(
-    node: ir.Node, target: str, kind: str | None
+    node: ir.Node, target: str, kind: str | None, family: str = "scatter"
 ) -> tuple[tuple[int, int], tuple[int, int]] | None:
-    """The (kernels, copies) of a lowered scatter whose element type the DML EP's kernels lack
-    (DML_OFF_DEVICE_SCATTERS), None for any other node or target."""
+    """The (kernels, copies) of a lowered scatter or CumProd whose element type the DML EP's
+    kernels lack (DML_OFF_DEVICE_SCATTERS, DML_OFF_DEVICE_CUMPROD), None for any other node
+    or target."""
     data = node.inputs[0] if node.inputs else None
-    if target != "dml" or data is None or data.dtype is None or kind is None:
+    if target != "dml" or data is None or data.dtype is None:
         return None
     name = {ir.DataType.DOUBLE: "float64", ir.DataType.BFLOAT16: "bfloat16"}.get(
         data.dtype
     )
-    return None if name is None else DML_OFF_DEVICE_SCATTERS.get((name, kind))
+    if name is None:
+        return None
+    if family == "cumprod":
+        return DML_OFF_DEVICE_CUMPROD.get(name)
+    return None if kind is None else DML_OFF_DEVICE_SCATTERS.get((name, kind))
 
 
 def _lowered_kernels(

@@ -221,6 +221,30 @@ def test_off_device_figures_are_what_inspect_counts(dtype, reduction, symbolic):
 
 
 @pytest.mark.parametrize("symbolic", [False, True], ids=["static", "symbolic"])
+def test_a_float64_cumprod_keeps_its_fallback_on_dml(symbolic):
+    """The blocked CumProd of float64 bounces between the EPs on DML (its kernels and copies:
+    cost.DML_OFF_DEVICE_CUMPROD, counted again here by `inspect`): `auto` leaves the custom op
+    on its Python fallback, with no copy more than the original; float32 still lowers."""
+    from ort_dml_ops.bench import budget
+    from ort_dml_ops.inspection import inspect
+
+    case = budget.OpCase("CumProd", "float64", symbolic)
+    row = budget.measure_op(case, "dml", passes=False)
+    kernels, copies = cost.DML_OFF_DEVICE_CUMPROD["float64"]
+    assert (row.kernels, row.copies) == (
+        kernels[1 if symbolic else 0],
+        copies[1 if symbolic else 0],
+    )
+    model = budget.build_model(case, 300)
+    result = convert(model, target="dml")
+    (node,) = result.report.nodes
+    assert node.action == "fallback" and "cost: the CPU path is" in node.reason
+    assert inspect(result.model, "dml").copies <= inspect(model, "dml").copies
+    as_float = budget.build_model(budget.OpCase("CumProd", "float32", symbolic), 300)
+    assert convert(as_float, target="dml").report.nodes[0].action == "lowered"
+
+
+@pytest.mark.parametrize("symbolic", [False, True], ids=["static", "symbolic"])
 @pytest.mark.parametrize("reduction", ["add", "mul", "max", "min"])
 @pytest.mark.parametrize("dtype", ["float64", "bfloat16"])
 def test_auto_keeps_a_scatter_whose_lowering_leaves_the_dml_ep_on_the_cpu(
