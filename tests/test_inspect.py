@@ -570,14 +570,10 @@ def test_inspect_models_the_fallback_rewrite_of_a_domain_op_inside_a_function():
     ]
 
 
-@pytest.mark.parametrize("target", ["dml", "webgpu"])
-@pytest.mark.parametrize("label", ["ScatterElements ax0", "ScatterND"])
-@pytest.mark.parametrize("reduction", ["add", "mul", "max"])
-def test_lowered_scatters_rows_are_the_nodes_ort_runs(target, label, reduction):
-    """A lowered scatter that reads its updates as rows (a Transpose, static sizes) lists the
-    nodes ORT runs, node for node: no Reshape to its own shape follows the Transpose, which
-    ORT's transpose optimizer would merge into a new, renamed Transpose (HandleReshape) —
-    seen on onnx's test_scatternd_multiply and on the WebGPU variant's axis-0 scatters."""
+def _listed_and_ran(target, label, reduction, symbolic) -> tuple[set, set]:
+    """(the nodes `inspect` lists as running, the nodes ORT's CPU EP runs) for the budget's
+    single-op float32 scatter (`label`, `reduction`, sizes static or run-time), lowered for
+    `target`."""
     from ort_dml_ops.bench import budget
     from ort_dml_ops.conversion import convert
     from tests.support import nodes_ort_cpu_runs
@@ -588,11 +584,23 @@ def test_lowered_scatters_rows_are_the_nodes_ort_runs(target, label, reduction):
         if c.label == label
         and c.reduction == reduction
         and c.dtype == "float32"
-        and not c.symbolic
+        and c.symbolic == symbolic
     ]
     model = convert(budget.build_model(case, 50), target=target, strategy="lower").model
     listed = {n.name for n in inspect(model, "cpu").nodes if n.provider}
-    assert listed == nodes_ort_cpu_runs(model)
+    return listed, nodes_ort_cpu_runs(model)
+
+
+@pytest.mark.parametrize("target", ["dml", "webgpu"])
+@pytest.mark.parametrize("label", ["ScatterElements ax0", "ScatterND"])
+@pytest.mark.parametrize("reduction", ["add", "mul", "max"])
+def test_lowered_scatters_rows_are_the_nodes_ort_runs(target, label, reduction):
+    """A lowered scatter that reads its updates as rows (a Transpose, static sizes) lists the
+    nodes ORT runs, node for node: no Reshape to its own shape follows the Transpose, which
+    ORT's transpose optimizer would merge into a new, renamed Transpose (HandleReshape) —
+    seen on onnx's test_scatternd_multiply and on the WebGPU variant's axis-0 scatters."""
+    listed, ran = _listed_and_ran(target, label, reduction, False)
+    assert listed == ran
 
 
 @pytest.mark.parametrize("label", ["ScatterElements ax1", "ScatterND"])
@@ -601,18 +609,5 @@ def test_block_folds_at_run_time_sizes_are_the_nodes_ort_runs(label, reduction):
     """A float block fold whose sizes are known only at run time cuts its last level's masks
     from constants by a Slice (blocksum._sliced_masks): `inspect` lists exactly the nodes ORT's
     CPU EP runs, the Slice of a constant whose ends come from the CPU included."""
-    from ort_dml_ops.bench import budget
-    from ort_dml_ops.conversion import convert
-    from tests.support import nodes_ort_cpu_runs
-
-    (case,) = [
-        c
-        for c in budget.op_cases("dml")
-        if c.label == label
-        and c.reduction == reduction
-        and c.dtype == "float32"
-        and c.symbolic
-    ]
-    model = convert(budget.build_model(case, 50), target="dml", strategy="lower").model
-    listed = {n.name for n in inspect(model, "cpu").nodes if n.provider}
-    assert listed == nodes_ort_cpu_runs(model)
+    listed, ran = _listed_and_ran("dml", label, reduction, True)
+    assert listed == ran

@@ -293,9 +293,11 @@ def node_costs(
                 note += "; copies measured on the DML EP (its kernels lack this element type)"
             elif family == "scatter" and target != "cpu":
                 copies, note = 1, note + "; the index guard's flag (one per model)"
-            kernels = _lowered_kernels(node, family, clean, kind)
-            if off_device is not None:
-                kernels = off_device[0][0 if _static(node) else 1]
+            kernels = (
+                _lowered_kernels(node, family, clean, kind)
+                if off_device is None
+                else off_device[0][0 if _static(node) else 1]
+            )
             option = _option(lowered_passes, copies, out_bytes, note, kernels=kernels)
             # DeviceModel prices dispatches and device bandwidth: a lowering whose data stays
             # on the CPU EP has neither, so it gets no estimate (the passes and copies decide)
