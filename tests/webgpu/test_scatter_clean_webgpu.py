@@ -204,6 +204,77 @@ def test_float_block_folds_on_webgpu_equal_ort_kernel(
         assert on_cpu <= GUARD_OPS, on_cpu
 
 
+@pytest.mark.parametrize("reduction", ["add", "mul"])
+def test_float16_scatter_nd_at_run_time_sizes_copies_only_the_indices(
+    webgpu_lane, reduction
+):
+    """A float16 ScatterND folded in float32 at run-time sizes: its sort's order (int64) feeds
+    the gather of the updates as it is — a Reshape of it would run on the CPU (the plugin's
+    Reshape takes no int64) and cost two copies a run. One copy (the indices' upload), what
+    `inspect` predicts; values ORT's CPU kernel's on the same values in float32 (its float16
+    ScatterND takes no reduction), exact: small integers sum and ±1, ½, 2 multiply exactly in
+    either type."""
+    import onnx
+    from onnx import helper
+
+    from ort_dml_ops import inspect
+
+    rng = np.random.default_rng(5)
+    dshape, ishape = (7, 5), (3000, 1)
+    ushape = ishape[:-1] + dshape[1:]
+    data = rng.integers(-3, 4, dshape).astype(np.float16)
+    if reduction == "add":
+        upd = rng.integers(-3, 4, ushape).astype(np.float16)
+    else:  # runs of ~430: mostly ±1, so that no partial product leaves float16's range
+        upd = rng.choice(
+            np.array([1, -1, 1, -1, 2, 0.5], np.float16),
+            ushape,
+            p=[0.3, 0.3, 0.15, 0.15, 0.05, 0.05],
+        )
+    idx = rng.integers(-7, 7, ishape).astype(np.int64)
+    f16, i64 = onnx.TensorProto.FLOAT16, onnx.TensorProto.INT64
+    native = helper.make_model(
+        helper.make_graph(
+            [
+                helper.make_node(
+                    "ScatterND",
+                    ["data", "indices", "updates"],
+                    ["y"],
+                    reduction=reduction,
+                )
+            ],
+            "scatter_nd_f16",
+            [
+                helper.make_tensor_value_info("data", f16, dshape),
+                helper.make_tensor_value_info("indices", i64, ishape),
+                helper.make_tensor_value_info("updates", f16, ushape),
+            ],
+            [helper.make_tensor_value_info("y", f16, dshape)],
+        ),
+        opset_imports=[helper.make_opsetid("", 18)],
+        ir_version=9,
+    )
+    model = _symbolic(native)
+    model.graph.input[1].type.tensor_type.shape.dim[-1].dim_value = 1
+    low = convert(model, "webgpu", strategy="lower", with_inspect=False).model
+    feeds = {"data": data, "indices": idx, "updates": upd}
+    got = webgpu_session(low).run(None, feeds)[0]
+    wide = onnx.ModelProto()
+    wide.CopyFrom(native)
+    for v in (wide.graph.input[0], wide.graph.input[2], wide.graph.output[0]):
+        v.type.tensor_type.elem_type = onnx.TensorProto.FLOAT
+    want = ort.InferenceSession(
+        wide.SerializeToString(), providers=["CPUExecutionProvider"]
+    ).run(
+        None,
+        {**feeds, "data": data.astype(np.float32), "updates": upd.astype(np.float32)},
+    )[0]
+    np.testing.assert_array_equal(got, want.astype(np.float16))
+    copies, _ = W._copies(low, False, feeds)
+    assert copies == 1  # the indices' upload, as with the native kernel
+    assert len(inspect(low, "webgpu").copy_nodes) == copies
+
+
 @pytest.mark.parametrize("dtype", [np.float32, np.float16])
 @pytest.mark.parametrize("symbolic", [False, True])
 @pytest.mark.parametrize(

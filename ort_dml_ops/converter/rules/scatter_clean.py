@@ -149,8 +149,18 @@ def scatter_clean(
             e, keys, vals, sizes.on_device(e, M, np.float32)
         )
     if row is None:
+        # 1-D, said so: `Emitter.take` then reads the order as it is, where a Reshape of the
+        # int64 order would run on the CPU (the plugin's Reshape takes no int64): two copies
+        length = K if isinstance(K, int) else None
         sk, perm = e.op(
-            "TopK", keys, sizes.tensor(e, K), outputs=2, largest=0, sorted=1, axis=0
+            "TopK",
+            keys,
+            sizes.tensor(e, K),
+            outputs=2,
+            largest=0,
+            sorted=1,
+            axis=0,
+            shape=[length],
         )
         svals = e.take(vals, perm)
     else:
