@@ -226,6 +226,8 @@ def _convert_node(
     refusals = []
     refused, passing = plan.refused, plan.rule
     message = plan.cpu_cheaper
+    if strategy == "auto" and passing is not None and passing.action == "cast":
+        message = _cast_copies_more(node, ctx)
     if message:
         refusals.append(f"cost: {message}")
         rep.refusals.append(
@@ -292,6 +294,56 @@ def _cpu_kernel_exists(node: ir.Node, ctx: RewriteContext) -> bool:
         return False
     on_cpu, _ = _native(node, dataclasses.replace(ctx, target="cpu"))
     return on_cpu and _decision(node, ctx).provider == "CPUExecutionProvider"
+
+
+#: ops a GPU EP runs on the host from metadata (their outputs are CPU-side): Shape, Size
+_HOST_SIDE = ("Shape", "Size")
+
+
+def _cast_copies_more(node: ir.Node, ctx: RewriteContext) -> str | None:
+    """Why a cast rule's move of `node` onto the target copies more a run than ORT's CPU kernel
+    where it stands, or None. A cast rule runs the target's own kernel between Casts, so no
+    estimate weighs it; what decides is where its neighbours run. Counted at its edges: each
+    input made on the other side of the node's place costs a copy (up to the target, or down to
+    the CPU), and so does an output read on the other side. Inputs made on the CPU and read
+    back there — a bool scatter between two bool Transposes the WebGPU plugin does not run, an
+    int64 scatter-add fed by int64 Reshapes — make the move a loss: four copies where the CPU
+    kernel had none (hf_top_p's export on WebGPU: 4 → 7 copies a run for the whole model).
+    Graph inputs and outputs count on neither side (a caller may bind them on the device),
+    constants neither (ORT places an initializer where its reader runs). Neighbours are placed
+    by the capability model (`_native`); a producer rewritten before (a cast rule's last Cast)
+    is on the target."""
+    seen: set[int] = set()
+    on_target = on_cpu = 0
+    for v in node.inputs:
+        if v is None or id(v) in seen or v.is_graph_input() or v.is_initializer():
+            continue
+        seen.add(id(v))
+        producer = v.producer()
+        if producer is None or producer.op_type == "Constant":
+            continue
+        if _runs_on_target(producer, ctx):
+            on_cpu += 1
+        else:
+            on_target += 1
+    for out in node.outputs:
+        readers = [user for user, _ in out.uses()]
+        if any(_runs_on_target(r, ctx) for r in readers):
+            on_cpu += 1
+        if any(not _runs_on_target(r, ctx) for r in readers):
+            on_target += 1
+    if on_target <= on_cpu:
+        return None
+    return (
+        f"its neighbours run on the CPU: on {ctx.target} it copies {on_target} time(s) a run "
+        f"at its edges, on ORT's CPU kernel {on_cpu}"
+    )
+
+
+def _runs_on_target(node: ir.Node, ctx: RewriteContext) -> bool:
+    """Does the target EP run `node` on the device (capability model; Shape and Size write
+    host memory)?"""
+    return node.op_type not in _HOST_SIDE and _native(node, ctx)[0]
 
 
 def _lowering_copies_more(costs: dict[str, cost.OptionCost]) -> bool:

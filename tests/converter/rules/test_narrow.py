@@ -106,7 +106,9 @@ def test_int64_cumsum_fails_the_run_where_int32_would_wrap():
     """uint16 values (up to 65535): more than 32768 of them along the axis may pass 2^31 - 1,
     so that run fails (the graph's guard); a shorter one is exact."""
     m = _cumsum_of_cast(T.UINT16, "n")
-    r = convert(m, "webgpu")
+    # (forced: the plugin casts no uint16, so the Cast runs on the CPU and `auto` keeps the
+    # CumSum beside it: test_auto_keeps_a_cast_between_cpu_neighbours_on_the_cpu)
+    r = convert(m, "webgpu", strategy="lower")
     short = np.full([2, 32768], 65535, np.uint16)
     np.testing.assert_array_equal(
         run_cpu(r.model, {"x": short})[0], np.cumsum(short.astype(np.int64), 1)
@@ -174,7 +176,8 @@ def _counts_model(reduction: str, through: str) -> onnx.ModelProto:
 @pytest.mark.parametrize("reduction", ["add", "max", "none"])
 def test_int64_expert_counts_exact(reduction, through):
     m = _counts_model(reduction, through)
-    r = convert(m, "webgpu")
+    # (forced: with the ones made on the CPU, `auto` keeps the node there, see below)
+    r = convert(m, "webgpu", strategy="lower")
     assert _node(r).action == "cast", _node(r).reason
     experts = np.array([3, 1, 3, 7, 0, 3, 1])
     if reduction == "none":
@@ -217,3 +220,60 @@ def test_small_add_is_not_narrowed():
     node = _node(convert(m, "webgpu", strategy="lower"))
     assert node.action != "cast"
     assert any(r["rule"] == "int32-narrow" for r in node.refusals), node.refusals
+
+
+def _masked_scatter(transposed: bool) -> onnx.ModelProto:
+    """hf_top_p's mask update: a bool ScatterND whose data and updates come from bool
+    Transposes (which the WebGPU plugin does not run) and whose result goes to one, or the bare
+    node between the graph's inputs and output."""
+    pre = "t_" if transposed else ""
+    nodes = [h.make_node("ScatterND", [pre + "x", "i", pre + "u"], [pre + "y"])]
+    data, updates = ([3, 5], [3, 2]) if transposed else ([5, 3], [2, 3])
+    if transposed:
+        nodes = [
+            h.make_node("Transpose", ["x"], ["t_x"], perm=[1, 0]),
+            h.make_node("Transpose", ["u"], ["t_u"], perm=[1, 0]),
+            *nodes,
+            h.make_node("Transpose", ["t_y"], ["y"], perm=[1, 0]),
+        ]
+    g = h.make_graph(
+        nodes,
+        "g",
+        [
+            h.make_tensor_value_info("x", T.BOOL, data),
+            h.make_tensor_value_info("i", T.INT64, [2, 1]),
+            h.make_tensor_value_info("u", T.BOOL, updates),
+        ],
+        [h.make_tensor_value_info("y", T.BOOL, data)],
+    )
+    return h.make_model(g, opset_imports=[h.make_opsetid("", 18)], ir_version=10)
+
+
+def test_auto_keeps_a_cast_between_cpu_neighbours_on_the_cpu():
+    """A cast rule moves the node onto the plugin between Casts; where its data is made and read
+    on the CPU, that move copies more a run than ORT's CPU kernel, and `auto` leaves it there
+    (the report's cost refusal names the count). `inspect` of the whole graph agrees: the cast
+    version copies more than the original, auto's as much. The bare node, fed by the graph's
+    inputs, is still cast."""
+    from ort_dml_ops import inspect
+
+    m = _masked_scatter(transposed=True)
+    scatter = next(
+        n for n in convert(m, "webgpu").report.nodes if n.op_type == "ScatterND"
+    )
+    assert scatter.action == "native", scatter.reason
+    assert [r["code"] for r in scatter.refusals] == ["cpu-path-cheaper"]
+    assert "its neighbours run on the CPU" in scatter.refusals[0]["message"]
+    cast = convert(m, "webgpu", strategy="lower").model
+    auto = convert(m, "webgpu").model
+    original = inspect(m, "webgpu").copies
+    assert inspect(cast, "webgpu").copies > original
+    assert inspect(auto, "webgpu").copies == original
+    bare = _masked_scatter(transposed=False)
+    assert _node(convert(bare, "webgpu")).action == "cast"
+    feeds = {
+        "x": np.zeros([3, 5], bool),
+        "i": np.array([[2], [0]]),
+        "u": np.array([[True, False], [False, True], [True, True]]),
+    }
+    np.testing.assert_array_equal(run_cpu(auto, feeds)[0], run_cpu(m, feeds)[0])
