@@ -240,6 +240,7 @@ def _convert_node(
     if passing is not None:
         rule = passing
         ctx.anchor = node
+        _read_past_identities(node)
         rw = _own_outputs(rule.rewrite(node, ctx), node, ctx)
         _replace(graph, node, rw)
         rep.action = rule.action
@@ -283,6 +284,44 @@ def _convert_node(
     return _apply_fallback(
         graph, node, ctx, rep, f"{native_why}; not lowered: {refused_text}"
     )
+
+
+def _read_past_identities(node: ir.Node) -> None:
+    """Point the node's inputs past the Identity nodes before it, and drop an Identity nothing
+    reads any more. An If that fold_if inlines leaves one Identity per branch output, so the
+    four scatters of scatter_reduce_torchscript read x, index and src through four Identities
+    each: the emitter's memo keys on values, so each lowering computed its sizes and guard
+    checks again, and ORT merged 184 of those nodes only after removing the Identities
+    (EliminateIdentity, then CommonSubexpressionElimination). An unread Identity would also
+    leave the DML EP's graph fusion a partition with an unused output (tests'
+    test_no_dead_nodes)."""
+    for i, value in enumerate(node.inputs):
+        source = value
+        while source is not None:
+            producer = source.producer()
+            if (
+                producer is None
+                or producer.op_type != "Identity"
+                or producer.domain != ""
+            ):
+                break
+            source = producer.inputs[0]
+        if value is None or source is None or source is value:
+            continue
+        node.replace_input_with(i, source)
+        graph = node.graph  # a function's nodes too: its own graph
+        dead = value.producer()
+        while (
+            graph is not None
+            and dead is not None
+            and dead.op_type == "Identity"
+            and dead.graph is graph
+            and not dead.outputs[0].uses()
+            and not dead.outputs[0].is_graph_output()
+        ):
+            upstream = dead.inputs[0]
+            graph.remove(dead, safe=True)
+            dead = upstream.producer() if upstream is not None else None
 
 
 def _cpu_kernel_exists(node: ir.Node, ctx: RewriteContext) -> bool:
