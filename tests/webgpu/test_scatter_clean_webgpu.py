@@ -44,6 +44,49 @@ def _cpu_ops(model, session) -> set:
     }
 
 
+def _scatter(op, elem, dshape, ishape, ushape, name, **attrs):
+    """One `op` node (opset 18) writing `elem` updates into `elem` data at int64 indices."""
+    import onnx
+    from onnx import helper
+
+    return helper.make_model(
+        helper.make_graph(
+            [helper.make_node(op, ["data", "indices", "updates"], ["y"], **attrs)],
+            name,
+            [
+                helper.make_tensor_value_info("data", elem, dshape),
+                helper.make_tensor_value_info(
+                    "indices", onnx.TensorProto.INT64, ishape
+                ),
+                helper.make_tensor_value_info("updates", elem, ushape),
+            ],
+            [helper.make_tensor_value_info("y", elem, dshape)],
+        ),
+        opset_imports=[helper.make_opsetid("", 18)],
+        ir_version=9,
+    )
+
+
+def _ort_cpu_in_float32(native, feeds):
+    """ORT's CPU kernel on a float16 scatter's values widened to float32 (its float16 ScatterND
+    takes no reduction), narrowed back to the data's type: exact where every result is a value
+    of that type (float32 data: the kernel itself)."""
+    import onnx
+
+    wide = onnx.ModelProto()
+    wide.CopyFrom(native)
+    for v in (wide.graph.input[0], wide.graph.input[2], wide.graph.output[0]):
+        v.type.tensor_type.elem_type = onnx.TensorProto.FLOAT
+    widened = {
+        k: v.astype(np.float32) if v.dtype == np.float16 else v
+        for k, v in feeds.items()
+    }
+    got = ort.InferenceSession(
+        wide.SerializeToString(), providers=["CPUExecutionProvider"]
+    ).run(None, widened)[0]
+    return got.astype(feeds["data"].dtype)
+
+
 def _model(reduction, axis, shape=(64, 48)):
     from ort_dml_ops.bench import models
 
@@ -140,7 +183,6 @@ def test_float_block_folds_on_webgpu_equal_ort_kernel(
     any order, so the values are ORT's CPU kernel's bit for bit — −0.0, inf − inf, 0 · inf and
     NaN included (a NaN is compared as a NaN: its payload is the hardware's)."""
     import onnx
-    from onnx import helper
 
     rng = np.random.default_rng(7)
     op = "ScatterElements" if axis is not None else "ScatterND"
@@ -163,28 +205,15 @@ def test_float_block_folds_on_webgpu_equal_ort_kernel(
     if axis is not None:
         idx[..., 0], upd[..., 0] = 1, -0.0  # position 1 of each row / column: −0.0 only
     attrs = {} if axis is None else {"axis": axis}
-    f32, i64 = onnx.TensorProto.FLOAT, onnx.TensorProto.INT64
-    native = helper.make_model(
-        helper.make_graph(
-            [
-                helper.make_node(
-                    op,
-                    ["data", "indices", "updates"],
-                    ["y"],
-                    reduction=reduction,
-                    **attrs,
-                )
-            ],
-            "scatter_add",
-            [
-                helper.make_tensor_value_info("data", f32, dshape),
-                helper.make_tensor_value_info("indices", i64, ishape),
-                helper.make_tensor_value_info("updates", f32, ushape),
-            ],
-            [helper.make_tensor_value_info("y", f32, dshape)],
-        ),
-        opset_imports=[helper.make_opsetid("", 18)],
-        ir_version=9,
+    native = _scatter(
+        op,
+        onnx.TensorProto.FLOAT,
+        dshape,
+        ishape,
+        ushape,
+        "scatter_add",
+        reduction=reduction,
+        **attrs,
     )
     model = _symbolic(native) if symbolic else native
     if symbolic and axis is None:  # ScatterND's coordinates per update: static
@@ -215,7 +244,6 @@ def test_float16_scatter_nd_at_run_time_sizes_copies_only_the_indices(
     ScatterND takes no reduction), exact: small integers sum and ±1, ½, 2 multiply exactly in
     either type."""
     import onnx
-    from onnx import helper
 
     from ort_dml_ops import inspect
 
@@ -232,44 +260,21 @@ def test_float16_scatter_nd_at_run_time_sizes_copies_only_the_indices(
             p=[0.3, 0.3, 0.15, 0.15, 0.05, 0.05],
         )
     idx = rng.integers(-7, 7, ishape).astype(np.int64)
-    f16, i64 = onnx.TensorProto.FLOAT16, onnx.TensorProto.INT64
-    native = helper.make_model(
-        helper.make_graph(
-            [
-                helper.make_node(
-                    "ScatterND",
-                    ["data", "indices", "updates"],
-                    ["y"],
-                    reduction=reduction,
-                )
-            ],
-            "scatter_nd_f16",
-            [
-                helper.make_tensor_value_info("data", f16, dshape),
-                helper.make_tensor_value_info("indices", i64, ishape),
-                helper.make_tensor_value_info("updates", f16, ushape),
-            ],
-            [helper.make_tensor_value_info("y", f16, dshape)],
-        ),
-        opset_imports=[helper.make_opsetid("", 18)],
-        ir_version=9,
+    native = _scatter(
+        "ScatterND",
+        onnx.TensorProto.FLOAT16,
+        dshape,
+        ishape,
+        ushape,
+        "scatter_nd_f16",
+        reduction=reduction,
     )
     model = _symbolic(native)
     model.graph.input[1].type.tensor_type.shape.dim[-1].dim_value = 1
     low = convert(model, "webgpu", strategy="lower", with_inspect=False).model
     feeds = {"data": data, "indices": idx, "updates": upd}
     got = webgpu_session(low).run(None, feeds)[0]
-    wide = onnx.ModelProto()
-    wide.CopyFrom(native)
-    for v in (wide.graph.input[0], wide.graph.input[2], wide.graph.output[0]):
-        v.type.tensor_type.elem_type = onnx.TensorProto.FLOAT
-    want = ort.InferenceSession(
-        wide.SerializeToString(), providers=["CPUExecutionProvider"]
-    ).run(
-        None,
-        {**feeds, "data": data.astype(np.float32), "updates": upd.astype(np.float32)},
-    )[0]
-    np.testing.assert_array_equal(got, want.astype(np.float16))
+    np.testing.assert_array_equal(got, _ort_cpu_in_float32(native, feeds))
     copies, _ = W._copies(low, False, feeds)
     assert copies == 1  # the indices' upload, as with the native kernel
     assert len(inspect(low, "webgpu").copy_nodes) == copies
@@ -296,7 +301,6 @@ def test_last_writer_without_reduction_equals_ort_kernel(
     so the last of thousands of duplicates wins: equal bit for bit (−0.0 and NaN payloads are
     copied, never computed), every data node on WebGPU, one copy (the indices' upload)."""
     import onnx
-    from onnx import helper
 
     # ScatterND: an update is a slice of the data past its coordinates
     ushape = ishape if axis is not None else ishape[:-1] + dshape[ishape[-1] :]
@@ -309,22 +313,7 @@ def test_last_writer_without_reduction_equals_ort_kernel(
     idx = rng.integers(-dim, max(dim, 1), ishape).astype(np.int64)
     t = onnx.helper.np_dtype_to_tensor_dtype(np.dtype(dtype))
     attrs = {} if axis is None else {"axis": axis}
-    native = helper.make_model(
-        helper.make_graph(
-            [helper.make_node(op, ["data", "indices", "updates"], ["y"], **attrs)],
-            "scatter_none",
-            [
-                helper.make_tensor_value_info("data", t, dshape),
-                helper.make_tensor_value_info(
-                    "indices", onnx.TensorProto.INT64, ishape
-                ),
-                helper.make_tensor_value_info("updates", t, ushape),
-            ],
-            [helper.make_tensor_value_info("y", t, dshape)],
-        ),
-        opset_imports=[helper.make_opsetid("", 18)],
-        ir_version=9,
-    )
+    native = _scatter(op, t, dshape, ishape, ushape, "scatter_none", **attrs)
     model = _symbolic(native) if symbolic else native
     if symbolic and axis is None:  # ScatterND's coordinates per update: static
         model.graph.input[1].type.tensor_type.shape.dim[-1].dim_value = ishape[-1]
@@ -385,7 +374,6 @@ def test_max_min_at_the_ends_of_the_range_equal_ort_kernel(
     memory). Found by `tune` on scatter_reduce_amax's export, whose ScatterElements(min)
     writes finfo.min. Bit for bit against ORT's CPU kernel."""
     import onnx
-    from onnx import helper
 
     rng = np.random.default_rng(11)
     data = rng.integers(-3, 4, dshape).astype(dtype)
@@ -396,30 +384,20 @@ def test_max_min_at_the_ends_of_the_range_equal_ort_kernel(
     )
     if op == "ScatterElements":
         idx = rng.integers(-dshape[axis], dshape[axis], ishape).astype(np.int64)
-        node = helper.make_node(
-            op, ["data", "indices", "updates"], ["y"], axis=axis, reduction=reduction
-        )
+        attrs = {"axis": axis}
     else:
         idx = rng.integers(0, dshape[0], ishape).astype(np.int64)
-        node = helper.make_node(
-            op, ["data", "indices", "updates"], ["y"], reduction=reduction
-        )
+        attrs = {}
     elem = onnx.helper.np_dtype_to_tensor_dtype(np.dtype(dtype))
-    native = helper.make_model(
-        helper.make_graph(
-            [node],
-            "scatter_extremes",
-            [
-                helper.make_tensor_value_info("data", elem, dshape),
-                helper.make_tensor_value_info(
-                    "indices", onnx.TensorProto.INT64, ishape
-                ),
-                helper.make_tensor_value_info("updates", elem, upd.shape),
-            ],
-            [helper.make_tensor_value_info("y", elem, dshape)],
-        ),
-        opset_imports=[helper.make_opsetid("", 18)],
-        ir_version=9,
+    native = _scatter(
+        op,
+        elem,
+        dshape,
+        ishape,
+        upd.shape,
+        "scatter_extremes",
+        reduction=reduction,
+        **attrs,
     )
     model = _symbolic(native) if symbolic else native
     if symbolic and op == "ScatterND":
@@ -428,19 +406,8 @@ def test_max_min_at_the_ends_of_the_range_equal_ort_kernel(
     low = convert(model, "webgpu", strategy="lower", with_inspect=False).model
     feeds = {"data": data, "indices": idx, "updates": upd}
     got = webgpu_session(low).run(None, feeds)[0]
-    # ORT's CPU kernel in float32 (it has no float16 max / min for ScatterND): a max or min is
-    # one of its operands, and float16 → float32 → float16 is exact
-    wide = onnx.ModelProto()
-    wide.CopyFrom(native)
-    for v in (wide.graph.input[0], wide.graph.input[2], wide.graph.output[0]):
-        v.type.tensor_type.elem_type = onnx.TensorProto.FLOAT
-    want = ort.InferenceSession(
-        wide.SerializeToString(), providers=["CPUExecutionProvider"]
-    ).run(
-        None,
-        {**feeds, "data": data.astype(np.float32), "updates": upd.astype(np.float32)},
-    )[0]
-    want = want.astype(dtype)
+    # a max or min is one of its operands: float16 → float32 → float16 is exact
+    want = _ort_cpu_in_float32(native, feeds)
     assert np.array_equal(np.isnan(got), np.isnan(want))
     keep = ~np.isnan(want)
     np.testing.assert_array_equal(got[keep].view(np.uint8), want[keep].view(np.uint8))
