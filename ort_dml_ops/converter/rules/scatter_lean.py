@@ -162,7 +162,8 @@ def _one_more(e: Emitter, target: ir.Value, M: Size) -> ir.Value:
     padded before `_unpool`'s Cast to int64: a Pad of int32 writes half the bytes)."""
     wide = target.dtype == ir.DataType.INT64
     fill = sizes.scalar(e, M, np.int64 if wide else np.int32)
-    return e.op("Pad", target, e.i64([0, 1]), fill, mode="constant")
+    # typed: `_unpool` then casts no int64 target to int64 (a node ORT's CastElimination drops)
+    return e.op("Pad", target, e.i64([0, 1]), fill, mode="constant", dtype=target.dtype)
 
 
 def _unpool(
