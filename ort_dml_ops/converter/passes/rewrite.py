@@ -335,10 +335,6 @@ def _cpu_kernel_exists(node: ir.Node, ctx: RewriteContext) -> bool:
     return on_cpu and _decision(node, ctx).provider == "CPUExecutionProvider"
 
 
-#: ops a GPU EP runs on the host from metadata (their outputs are CPU-side): Shape, Size
-_HOST_SIDE = ("Shape", "Size")
-
-
 def _cast_copies_more(node: ir.Node, ctx: RewriteContext) -> str | None:
     """Why a cast rule's move of `node` onto the target copies more a run than ORT's CPU kernel
     where it stands, or None. A cast rule runs the target's own kernel between Casts, so no
@@ -350,8 +346,8 @@ def _cast_copies_more(node: ir.Node, ctx: RewriteContext) -> str | None:
     kernel had none (hf_top_p's export on WebGPU: 4 → 7 copies a run for the whole model).
     Graph inputs and outputs count on neither side (a caller may bind them on the device),
     constants neither (ORT places an initializer where its reader runs). Neighbours are placed
-    by the capability model (`_native`); a producer rewritten before (a cast rule's last Cast)
-    is on the target."""
+    by the capability model (`_in_device_memory`); a producer rewritten before (a cast rule's
+    last Cast) is on the target."""
     seen: set[int] = set()
     on_target = on_cpu = 0
     for v in node.inputs:
@@ -361,16 +357,14 @@ def _cast_copies_more(node: ir.Node, ctx: RewriteContext) -> str | None:
         producer = v.producer()
         if producer is None or producer.op_type == "Constant":
             continue
-        if _runs_on_target(producer, ctx):
+        if _in_device_memory(producer, v.index(), ctx, output=True):
             on_cpu += 1
         else:
             on_target += 1
     for out in node.outputs:
-        readers = [user for user, _ in out.uses()]
-        if any(_runs_on_target(r, ctx) for r in readers):
-            on_cpu += 1
-        if any(not _runs_on_target(r, ctx) for r in readers):
-            on_target += 1
+        sides = {_in_device_memory(r, j, ctx, output=False) for r, j in out.uses()}
+        on_cpu += True in sides
+        on_target += False in sides
     if on_target <= on_cpu:
         return None
     return (
@@ -379,10 +373,19 @@ def _cast_copies_more(node: ir.Node, ctx: RewriteContext) -> str | None:
     )
 
 
-def _runs_on_target(node: ir.Node, ctx: RewriteContext) -> bool:
-    """Does the target EP run `node` on the device (capability model; Shape and Size write
-    host memory)?"""
-    return node.op_type not in _HOST_SIDE and _native(node, ctx)[0]
+def _in_device_memory(
+    node: ir.Node, index: int | None, ctx: RewriteContext, output: bool
+) -> bool:
+    """Is `node`'s output (`output`) or input `index` in device memory? Where the target EP runs
+    the node (`_native`) and its kernel does not declare that argument in CPU memory (the kernel
+    tables' cpu_outputs / cpu_inputs: Shape and Size write host memory, Reshape reads its shape
+    there) — ORT's rule for its copies, which placement/memcpy.py models for `inspect`."""
+    if not _native(node, ctx)[0]:
+        return False
+    kernel = _decision(node, ctx).kernel
+    if kernel is None:
+        return True
+    return index not in (kernel.cpu_outputs if output else kernel.cpu_inputs)
 
 
 def _lowering_copies_more(costs: dict[str, cost.OptionCost]) -> bool:
