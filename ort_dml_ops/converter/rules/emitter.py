@@ -1,12 +1,13 @@
 """The node emitter every rewrite rule builds its replacement with.
 
 It builds onnx-ir nodes with names unique in the whole model, emits each (op, inputs,
-attributes) and each small constant once per graph, and spells version-dependent operators
+attributes) and each constant once per graph, and spells version-dependent operators
 (Split, Pad, Slice, Unsqueeze, Reduce*) the way the graph's opset wants them.
 """
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Sequence
 from typing import Any
 
@@ -20,9 +21,12 @@ class Emitter:
     """Builds replacement nodes for one original node.
 
     The same op on the same inputs with the same attributes is emitted once, and so is each
-    small constant (up to 64 elements): a rule's graph then holds no common subexpression, so
-    there is nothing for ONNX Runtime's CommonSubexpressionElimination / ConstantSharing to
-    merge, and `inspect` need not guess which copies ORT keeps."""
+    constant: a rule's graph then holds no common subexpression, so there is nothing for ONNX
+    Runtime's CommonSubexpressionElimination / ConstantSharing to merge, and `inspect` need not
+    guess which copies ORT keeps. Large constants (the block folds' 512 × 512 masks) are keyed
+    by a digest of their bytes: ConstantSharing merges only small ones (constant_sharing.cc), so
+    each lowered scatter of a graph kept its own copy — half the bytes of a converted file with
+    two (`scatter_reduce_prod`: 2.2 MB, 1.1 MB of it repeated)."""
 
     SMALL_CONST = 64
 
@@ -38,7 +42,7 @@ class Emitter:
             if ctx.graph is not None
             else ({}, {}, {}, {})
         )
-        # (op, inputs, attributes) -> outputs; small constant -> value; attribute -> ir.Attr
+        # (op, inputs, attributes) -> outputs; constant (large: by digest) -> value; attribute -> ir.Attr
         # (an Attr holds a name, a type and a value, no owner: nodes may share one); int or
         # tuple of ints -> the value `i64` made of it (the same as `_consts` holds)
         self._ops, self._consts, self._attrs, self._i64 = shared
@@ -110,12 +114,13 @@ class Emitter:
 
     def const(self, array: Any, dtype: Any = None) -> ir.Value:
         arr = np.asarray(array, dtype=dtype)
-        if arr.size <= self.SMALL_CONST:
-            key = (arr.dtype.str, arr.shape, arr.tobytes())
-            if key not in self._consts:
-                self._consts[key] = self._new_const(arr)
-            return self._consts[key]
-        return self._new_const(arr)
+        data = arr.tobytes()
+        if arr.size > self.SMALL_CONST:
+            data = hashlib.sha256(data).digest()
+        key = (arr.dtype.str, arr.shape, data)
+        if key not in self._consts:
+            self._consts[key] = self._new_const(arr)
+        return self._consts[key]
 
     def _new_const(self, arr: np.ndarray) -> ir.Value:
         graph = self.ctx.graph

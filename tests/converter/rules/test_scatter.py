@@ -1563,3 +1563,32 @@ def test_scatter_nd_at_opset_11_with_a_run_time_count():
         (want,) = run_cpu(m, feeds)
         (y,) = run_cpu(low, feeds)
         np.testing.assert_array_equal(y, want)
+
+
+def test_lowered_scatters_of_one_graph_hold_each_large_constant_once():
+    """The block folds' masks (512 × 512 at run-time sizes) are initializers that ORT's
+    ConstantSharing does not merge (it takes small ones only): two lowered float adds of one
+    graph keep one copy of each, half the converted file's bytes. Values: ORT's CPU kernel on
+    the original, at run-time shapes."""
+    from onnx import numpy_helper
+
+    m = _two_sums_into_zeros()
+    low = lowered(m).model
+    large = [
+        (t.data_type, tuple(t.dims), numpy_helper.to_array(t).tobytes())
+        for t in low.graph.initializer
+        if np.prod(t.dims) > 64
+    ]
+    assert large, "the folds at run-time sizes carry their masks"
+    assert len(set(large)) == len(large)
+    rng = np.random.default_rng(4)
+    for n, e, f in ((5, 700, 3), (300, 900, 2)):
+        feeds = {
+            "rows": np.zeros(n, np.float32),
+            "index": rng.integers(-n, n, (e, f)),
+            "a": rng.normal(size=(e, f)).astype(np.float32),
+            "b": rng.normal(size=(e, f)).astype(np.float32),
+        }
+        for got, want in zip(run_cpu(low, feeds), run_cpu(m, feeds), strict=True):
+            np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+
