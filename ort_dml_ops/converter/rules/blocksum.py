@@ -98,6 +98,16 @@ class Fold:
     ascending: bool = (
         True  # the keys are sorted (the flipped masks use it: `_other_or_after`)
     )
+    #: the flipped masks are bools Or-ed on the target (all but WebGPU, whose plugin has no Or)
+    or_masks: bool = True
+
+    def mask_cost(self) -> tuple[int, int]:
+        """(kernels, bytes per flag) of a flipped block's mask, as `_other_or_after` spells it:
+        Less, Or; Equal, Not, Or for grouped keys; on WebGPU Add, Less (float32 keys); Sub,
+        Abs, Max, Greater for grouped ones."""
+        if self.or_masks:
+            return (2, 2) if self.ascending else (3, 3)
+        return (2, 5) if self.ascending else (4, 13)
 
 
 SUM = Fold("Add", "ReduceSum", 0, False)
@@ -108,14 +118,19 @@ FLOAT_PRODUCT = Fold("Mul", "ReduceProd", 1, True)
 INTEGER_PRODUCT = Fold("Mul", "halving Mul", 1, False)
 
 
-def fold_of(red: str, ascending: bool = True, integer: bool = False) -> Fold:
+def fold_of(
+    red: str, ascending: bool = True, integer: bool = False, target: str = "dml"
+) -> Fold:
     """The fold of a scatter reduction (float add, float or `integer` mul); `ascending`: the
-    sorted keys are in order, not only grouped in runs (a cheaper mask where the fold flips)."""
+    sorted keys are in order, not only grouped in runs (a cheaper mask where the fold flips);
+    `target`: which spelling of the flipped masks its kernels allow (`Fold.or_masks`)."""
     if red == "add":
         return SUM
     if integer:
         return INTEGER_PRODUCT
-    return dataclasses.replace(FLOAT_PRODUCT, ascending=ascending)
+    return dataclasses.replace(
+        FLOAT_PRODUCT, ascending=ascending, or_masks=target != "webgpu"
+    )
 
 
 def run_folds(
@@ -254,7 +269,7 @@ def _plan_us(n: int, widths: list[int], last: int | None, fold: Fold) -> float:
     kernels, written = _plan_cost(
         n,
         widths,
-        fold.flip,
+        fold.mask_cost() if fold.flip else None,
         fold.flip and not fold.ascending,
         fold is INTEGER_PRODUCT,
         last,
@@ -265,22 +280,24 @@ def _plan_us(n: int, widths: list[int], last: int | None, fold: Fold) -> float:
 def _plan_cost(
     n: int,
     widths: list[int],
-    flip: bool = False,
+    flip: tuple[int, int] | None = None,
     grouped: bool = False,
     halving: bool = False,
     last: int | None = None,
 ) -> tuple[int, int]:
     """(kernels, bytes written) of the folds for n items with these widths, as `_level` emits
-    them: a level's block (its mask — Equal, And below the top; with `flip`, Sub, Max,
-    Greater — then Where and the reduction), its ends (two Slices), the shifted ends (two
-    Pads), the carry (a compare, Where, the op), a Pad of keys and values where n is not whole
-    blocks; then the last level, one block or blocks of `last` items (`plan`). `grouped`: keys
-    not sorted (an Abs more in the flipped mask and two more kernels in its carry). `halving`:
-    the integer product, whose reduction is log2(width) Split + Mul pairs (`_halving_product`)."""
+    them: a level's block (its mask — Equal, And below the top; with `flip`, the flipped mask's
+    (kernels, bytes per flag), `Fold.mask_cost` — then Where and the reduction), its ends (two
+    Slices), the shifted ends (two Pads), the carry (a compare, Where, the op), a Pad of keys
+    and values where n is not whole blocks; then the last level, one block or blocks of `last`
+    items (`plan`). `grouped`: keys not sorted (two more kernels in the flipped carry).
+    `halving`: the integer product, whose reduction is log2(width) Split + Mul pairs
+    (`_halving_product`)."""
 
     def block(items: int, width: int, top: bool) -> tuple[int, int]:
         if flip:
-            return 5 + grouped, (13 + 4 * grouped) * items * width + 4 * items
+            mask_kernels, mask_bytes = flip
+            return mask_kernels + 2, (mask_bytes + 4) * items * width + 4 * items
         kernels, written = (
             (3, 5 * items * width + 4 * items)
             if top
@@ -433,7 +450,7 @@ def _block_folds(
     if fold.flip:
         floats = key_fill.dtype == ir.DataType.FLOAT
         dtype = np.float32 if floats else np.int32
-        other = _other_or_after(e, P, width, dtype, fold.ascending)
+        other = _other_or_after(e, P, width, dtype, fold)
         picked = e.op("Where", other, identity, _across(e, V, width))
     else:
         same = e.op("Equal", _down(e, P, width), _across(e, P, width))
@@ -471,18 +488,38 @@ def _halving_product(
 
 
 def _other_or_after(
-    e: Emitter, P: ir.Value, width: Size, dtype: type, ascending: bool
+    e: Emitter, P: ir.Value, width: Size, dtype: type, fold: Fold
 ) -> ir.Value:
     """[blocks, width, width] flags: item j is not in item i's run up to i — another key, or
     after i. The selection that keeps the values in Where's false branch (`Fold.flip`) needs
-    these flags from no Not: ORT's NotWhereFusion (onnxruntime/core/optimizer/
-    not_where_fusion.cc, level 1) rewrites Where(Not(c), x, y) to Where(c, y, x) and puts the
-    values back in the true branch.
+    these flags from no Not that feeds the Where: ORT's NotWhereFusion (onnxruntime/core/
+    optimizer/not_where_fusion.cc, level 1) rewrites Where(Not(c), x, y) to Where(c, y, x) and
+    puts the values back in the true branch.
 
-    With d = P[i] − P[j], the flag is max(|d|, [j > i]) > 0. Where the keys are sorted (pads,
-    −1, only after every real item) d ≥ 0 for j ≤ i, so no Abs is needed: a pad item's own
-    flags are then wrong, and never read."""
-    diff = e.op("Sub", _down(e, P, width), _across(e, P, width))
+    Sorted keys (pads, −1, only after every real item: a pad's own flags are wrong, and never
+    read) have P[j] ≤ P[i] for j ≤ i, so another key is P[j] < P[i]: one Less of the keys, Or-ed
+    with the constant [j > i] — two kernels writing a byte per flag, where max(P[i] − P[j],
+    [j > i]) > 0 took three writing nine. Keys only grouped (equal ones adjacent, in no order):
+    Not(Equal) Or-ed the same way (the Not feeds the Or, not a Where). The WebGPU plugin has no
+    Or (its kernel table; `Fold.or_masks`): there float keys compare P[j] < P[i] + 2^25 · [j > i] (the keys are
+    integers below 2^24, the scatter's guarded limit, so the sum is exact or above every key),
+    and grouped or integer keys keep max(|P[i] − P[j]|, [j > i]) > 0."""
+    ascending = fold.ascending
+    down, across = _down(e, P, width), _across(e, P, width)
+    if fold.or_masks:
+        other = (
+            e.op("Less", across, down)
+            if ascending
+            else e.op("Not", e.op("Equal", across, down))
+        )
+        after = _mask(e, lambda k: np.triu(np.ones((k, k), dtype=bool), k=1), width)
+        return e.op("Or", other, after)
+    if ascending and dtype == np.float32:
+        beyond = _mask(
+            e, lambda k: np.triu(np.full((k, k), 2.0**25, dtype=np.float32), k=1), width
+        )
+        return e.op("Less", across, e.op("Add", down, beyond))
+    diff = e.op("Sub", down, across)
     if not ascending:
         diff = e.op("Abs", diff)
     zero = e.const(np.asarray(0, dtype=dtype))

@@ -41,7 +41,7 @@ SCATTER_PASSES = {
     # its kernels; add writes data − the unpooled negated sums (scatter_lean.py); with static
     # rows the last level ends on row ends (blocksum.plan)
     "add": (30.9, 48.3),
-    "mul": (44.6, 78.8),
+    "mul": (31.9, 50.1),
     # the sort-based folds (scatter_lean.py): three sorts and a prefix count for float max /
     # min, two sorts for integers, one sort and one CumSum for integer add
     "max": (36.0, 40.3),
@@ -73,7 +73,7 @@ WEBGPU_CLEAN_SCATTER_PASSES = {
     "none": (6.0, 8.0),
     "none_sorted": (13.3, 13.3),
     "add": (31.9, 47.7),
-    "mul": (43.6, 75.8),
+    "mul": (36.3, 59.4),
     # float max / min: three sorts (scatter_clean.sorted_max_min), the value sort's keys padded
     # to a power of two (ORT's WebGPU TopK pads with ∓max itself: `_padded_to_power_of_two`)
     "max": (37.0, 37.0),
@@ -101,7 +101,7 @@ CHAIN_PASSES = 3.0
 SCATTER_KERNELS = {
     "none": (11, 17),
     "add": (34, 63),
-    "mul": (36, 67),
+    "mul": (34, 63),
     "max": (38, 44),
     "min": (38, 44),
     "int_max_min": (21, 25),
@@ -135,7 +135,7 @@ WEBGPU_CLEAN_SCATTER_KERNELS = {
     "none": (5, 9),
     "none_sorted": (11, 14),
     "add": (30, 61),
-    "mul": (30, 61),
+    "mul": (28, 57),
     "max": (35, 38),
     "min": (35, 38),
 }

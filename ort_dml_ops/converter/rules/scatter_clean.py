@@ -174,7 +174,7 @@ def scatter_clean(
     if red == "none":
         result = svals
     else:  # add, mul (max and min returned above)
-        fold = blocksum.fold_of(red, ascending)
+        fold = blocksum.fold_of(red, ascending, target=e.ctx.target)
         folded = blocksum.run_folds(
             e, sk, svals, K, bound, fold, key_dtype=np.float32, row=row
         )

@@ -259,7 +259,7 @@ def block_fold(
     product wraps as ORT's sequential one does, bit for bit. `row`, `ascending`: as
     `scatter_write.scatter_flat`'s."""
     integer = dt not in (ir.DataType.FLOAT, ir.DataType.FLOAT16)
-    fold = blocksum.fold_of(red, ascending, integer)
+    fold = blocksum.fold_of(red, ascending, integer, e.ctx.target)
     # float32 data, float16 folded in float32 (`_lean`), integers in their own type
     work = dt if integer else ir.DataType.FLOAT
     if work != dt:
