@@ -400,6 +400,28 @@ def _lean_cases():
             m = _scatter18(dshape, ishape, axis, red)
             feeds = {"data": data, "indices": idx, "updates": upd}
             cases.append((f"lean_float_{red}_ends_axis{axis}", m, feeds))
+    # reduction none with repeated positions: ORT's CPU kernel keeps each position's last
+    # update, and the DML EP's MaxUnpool orders no writes to one position (thousands of these
+    # 180,000 came out wrong, differently each run, while the lowering unpooled every update:
+    # docs/dml-lane.md), so all but the last update of each position write the dummy
+    base = rng.integers(-50_000, 50_000, (6_000, 3)).astype(np.int64)
+    for tail, dshape, ishape, axis in (
+        ("", [50_000, 3], [60_000, 3], 0),
+        ("_symbolic", ["N", 3], ["K", 3], 0),
+        ("_axis1", [3, 50_000], [3, 60_000], 1),
+    ):
+        idx = np.tile(base, (10, 1))
+        if axis == 1:
+            idx = np.ascontiguousarray(idx.T)
+        data = rng.normal(size=(50_000, 3) if axis == 0 else (3, 50_000))
+        upd = rng.normal(size=idx.shape)
+        m = _scatter18(dshape, ishape, axis, "none")
+        feeds = {
+            "data": data.astype(np.float32),
+            "indices": idx,
+            "updates": upd.astype(np.float32),
+        }
+        cases.append((f"lean_none_repeated{tail}", m, feeds))
     return cases
 
 

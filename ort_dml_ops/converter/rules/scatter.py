@@ -209,13 +209,11 @@ class ScatterLowering(Rule):
             else indices
         )
         clean = scatter_clean.applies(ctx.target, data.dtype, M)
-        # positions are int32 gather indices (M + K < 2^31, guarded); without a reduction they
-        # only feed the write's MaxUnpool, which takes int64: computed so, no Cast. Where K is
-        # known only at run time they are padded with the dummy first (`unpool_slots`): an int64
-        # Pad writes twice the bytes of an int32 one, but the int32 path's Cast writes them
-        # again, so int64 is no more bytes and one dispatch fewer (issue 28)
-        lean_none = red == "none" and not clean
-        pos_type = np.int64 if lean_none else np.int32
+        # positions are int32 gather indices and sort keys (M + K < 2^31, guarded); a write
+        # without a reduction whose positions cannot repeat sorts nothing, and its positions
+        # only feed the MaxUnpool, which takes int64: computed so, no Cast
+        unsorted = red == "none" and not clean and distinct_positions(node)
+        pos_type = np.int64 if unsorted else np.int32
         # ScatterND of slices folded by blocks: the updates' slice elements as rows (each writes
         # its own column of slices), which the block folds' last level can end on
         slice_rows = _slice_rows(node, red, data.dtype, idims, ddims)
@@ -328,6 +326,7 @@ class ScatterLowering(Rule):
                 block=min(BLOCK, width),
                 row=row,
                 ascending=ascending,
+                unique=unsorted,
             )
         # the output takes the data's shape: a constant target where only one dim is symbolic
         y = e.reshape(out, sizes.shape_target(e, data))
@@ -522,6 +521,32 @@ class SliceRows(NamedTuple):
     R: int
     index_axes: int
     slice_axes: int
+
+
+def distinct_positions(node: ir.Node) -> bool:
+    """Does the graph prove that no two updates of this ScatterElements land on one position?
+    So where its indices are a TopK's indices along the scatter's axis (a logits processor's
+    sort, scattered back: hf_min_p, hf_top_p): TopK names each element of a slice at most once
+    and never with a negative index, and the updates of other slices land in other positions.
+    Without a reduction the write then needs no sort (scatter_write.scatter_flat `unique`)."""
+    if node.op_type != "ScatterElements":
+        return False
+    indices = node.inputs[1]
+    topk = indices.producer() if indices is not None else None
+    if (
+        topk is None
+        or topk.op_type != "TopK"
+        or topk.domain != ""
+        or topk.outputs[1] is not indices
+    ):
+        return False
+    data, source = node.inputs[0], topk.inputs[0]
+    if data is None or source is None or data.shape is None or source.shape is None:
+        return False
+    rank = len(data.shape)
+    if rank == 0 or len(source.shape) != rank:
+        return False
+    return attr_int(topk, "axis", -1) % rank == attr_int(node, "axis", 0) % rank
 
 
 def _slice_rows(

@@ -204,9 +204,7 @@ def at_slots(e: Emitter, x: ir.Value, A: ir.Value, lead: ir.Value) -> ir.Value:
     return e.take(with_lead, e.cast(A, ir.DataType.INT32))
 
 
-def _write_target(
-    e: Emitter, spos: ir.Value, keep_dummy: ir.Value, M: Size
-) -> ir.Value:
+def write_target(e: Emitter, spos: ir.Value, keep_dummy: ir.Value, M: Size) -> ir.Value:
     """spos where the slot is written, M (the dummy) where `keep_dummy`."""
     return e.op("Where", keep_dummy, sizes.on_device(e, M, np.int32), spos)
 
@@ -227,8 +225,8 @@ def integer_add(
     S = e.op("CumSum", svals, e.i32(0))
     before_first = e.op("Sub", S, svals)  # S just before each element: exact (wraps)
     not_first, going_on = continues(e, spos, K)
-    last = unpool_slots(e, _write_target(e, spos, going_on, M), K, M)
-    first = unpool_slots(e, _write_target(e, spos, not_first, M), K, M)
+    last = unpool_slots(e, write_target(e, spos, going_on, M), K, M)
+    first = unpool_slots(e, write_target(e, spos, not_first, M), K, M)
     zero = e.const(np.zeros((), dtype=dt.numpy()))
     total = e.op(
         "Sub", at_slots(e, S, last, zero), at_slots(e, before_first, first, zero)
@@ -282,7 +280,7 @@ def block_fold(
         spare=add,
         row=row,
     )
-    target = _write_target(e, spos, not_last(e, spos, K), M)
+    target = write_target(e, spos, not_last(e, spos, K), M)
     if add:
         return _minus_unpooled_sums(e, flat, folded, target, K, M, dt, row)
     last = unpool_slots(e, target, K, M)
@@ -345,7 +343,7 @@ def integer_max_min(
     spos, perm2 = sort_by(e, take(e, pos, perm1, row), K, row)
     svals = take(e, by_value, perm2, row)
     going_on = not_last(e, spos, K)
-    last = unpool_slots(e, _write_target(e, spos, going_on, M), K, M)
+    last = unpool_slots(e, write_target(e, spos, going_on, M), K, M)
     return e.op(
         "Max" if red == "max" else "Min", flat, at_slots(e, svals, last, identity)
     )
@@ -391,7 +389,7 @@ def float_max_min(
     wpos = take(e, spos, order, row)
     winners = take(e, items, order, row)
     data_won = take(e, take_data, order, row)
-    target = _write_target(e, wpos, e.op("Or", not_last(e, wpos, K), data_won), M)
+    target = write_target(e, wpos, e.op("Or", not_last(e, wpos, K), data_won), M)
     return select_write(e, flat, winners, target, K, M, dt)
 
 

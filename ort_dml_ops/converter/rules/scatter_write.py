@@ -17,10 +17,12 @@ from .scatter_lean import (
     float_max_min,
     integer_add,
     integer_max_min,
+    not_last,
     select_write,
     sort_by,
     take,
     unpool_slots,
+    write_target,
 )
 from .segscan import (
     BLOCK,
@@ -156,6 +158,7 @@ def scatter_flat(
     block: int = BLOCK,
     row: Size | None = None,
     ascending: bool = True,
+    unique: bool = False,
 ) -> ir.Value:
     """Scatter K values at flat positions into the M-element 1-D `flat`.
 
@@ -165,16 +168,27 @@ def scatter_flat(
     over all K (measured on ORT's CPU EP at [1000, 1000]: 58 ms instead of 70 single-threaded,
     and the rows are spread over the intra-op threads). Not `ascending`: the rows' ranges are
     disjoint only (the scatter axis moved last, `scatter_clean.rows_of`: the block folds alone,
-    `folds_by_blocks`)."""
+    `folds_by_blocks`). `unique`: the graph proves no position repeats (`scatter.
+    distinct_positions`), so a write without a reduction needs no sort."""
     lean = _lean(e, flat, pos, vals, K, M, red, dt, row, ascending)
     if lean is not None:
         return lean
     fold = None  # (op, run folds with the lead item): the data is combined at the write
     lead = 0  # 1 where `result` has the lead item
     result_length: Size = K  # its items
-    if red == "none":
-        target = pos
-        result = vals
+    if red == "none" and unique:
+        target, result = pos, vals
+    elif red == "none":
+        # ONNX leaves repeated indices undefined without a reduction; ORT's CPU kernel keeps the
+        # last update in row-major order (scatter.cc). The DML EP's MaxUnpool, like its own
+        # scatter ("no guarantee of which last write wins": DML_SCATTER_OPERATOR_DESC), orders
+        # no writes to one position — on the lane thousands of 180,000 repeated positions came
+        # out wrong, differently each run (docs/dml-lane.md) — so the write must not see a
+        # position twice: a stable sort by position (TopK keeps equal keys in index order)
+        # lists each run in update order, and all but its last update write the dummy
+        spos, perm = sort_by(e, pos, K, row)
+        result = take(e, vals, perm, row)
+        target = write_target(e, spos, not_last(e, spos, K), M)
     else:
         # sort the int32 positions themselves (exact: M + K < 2^31 is checked), no float Cast.
         # TopK keeps equal keys in index order (ONNX spec), so each run lists its updates in order.
@@ -248,7 +262,7 @@ def scatter_flat(
         return e.op(op, flat, contrib)
     # float max / min and none: the results, or the data where no update lands
     return select_write(
-        e, flat, result, target, K, M, dt, lead, result_length, dummy=red != "none"
+        e, flat, result, target, K, M, dt, lead, result_length, dummy=not unique
     )
 
 

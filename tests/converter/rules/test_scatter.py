@@ -1592,3 +1592,96 @@ def test_lowered_scatters_of_one_graph_hold_each_large_constant_once():
         for got, want in zip(run_cpu(low, feeds), run_cpu(m, feeds), strict=True):
             np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
 
+
+def _unpooled_positions(low: onnx.ModelProto, feeds: dict) -> list[np.ndarray]:
+    """The positions each MaxUnpool of `low` writes, read on ORT's CPU EP."""
+    probe = onnx.ModelProto()
+    probe.CopyFrom(low)
+    targets = [n.input[1] for n in probe.graph.node if n.op_type == "MaxUnpool"]
+    for name in targets:
+        probe.graph.output.append(
+            onnx.helper.make_tensor_value_info(name, onnx.TensorProto.INT64, None)
+        )
+    return run_cpu(probe, feeds)[1:]
+
+
+@pytest.mark.parametrize("symbolic", [False, True])
+@pytest.mark.parametrize("op", ["elements", "nd"])
+def test_a_write_without_reduction_unpools_each_position_once(op, symbolic):
+    """Repeated indices without a reduction: ORT's CPU kernel keeps each position's last update,
+    and the DML EP's MaxUnpool orders no writes to one position (docs/dml-lane.md: thousands
+    wrong on the lane at 180,000 updates). So the lowered write unpools every real position at
+    most once — all but the last update of a position go to the dummy past the data — and the
+    values are ORT's bit for bit."""
+    rng = np.random.default_rng(12)
+    n, k = 40, 600  # every row written some fifteen times
+    if op == "elements":
+        m = elements_model(
+            ["n", 3] if symbolic else [n, 3],
+            ["k", 3] if symbolic else [k, 3],
+            0,
+            "none",
+            np.float32,
+            opset=18,
+        )
+        idx = rng.integers(-n, n, (k, 3)).astype(np.int64)
+    else:
+        m = single_op(
+            "ScatterND",
+            [
+                ("data", np.float32, ["n", 3] if symbolic else [n, 3]),
+                ("indices", np.int64, ["k", 1] if symbolic else [k, 1]),
+                ("updates", np.float32, ["k", 3] if symbolic else [k, 3]),
+            ],
+            opset=18,
+        )
+        idx = rng.integers(-n, n, (k, 1)).astype(np.int64)
+    feeds = {
+        "data": rng.normal(size=(n, 3)).astype(np.float32),
+        "indices": idx,
+        "updates": rng.normal(size=(k, 3)).astype(np.float32),
+    }
+    low = lowered(m).model
+    (want,) = run_cpu(m, feeds)
+    (got,) = run_cpu(low, feeds)
+    np.testing.assert_array_equal(got.view(np.uint32), want.view(np.uint32))
+    rows = idx % n if op == "elements" else np.repeat(idx % n, 3, axis=1)
+    targeted = np.unique(rows * 3 + np.arange(3))  # the flat positions the updates name
+    (positions,) = _unpooled_positions(low, feeds)
+    real = positions[positions < n * 3]
+    assert real.size == np.unique(real).size  # no position twice
+    np.testing.assert_array_equal(np.unique(real), targeted)
+
+
+@pytest.mark.parametrize("same_axis", [True, False])
+def test_a_write_of_topk_indices_along_its_axis_needs_no_sort(same_axis):
+    """hf_min_p / hf_top_p scatter a sort back: indices that are a TopK's along the scatter's
+    axis name each position once (scatter.distinct_positions), so the write unpools them as
+    they are — no TopK of its own. Along another axis they may repeat: sorted. Values: ORT's
+    CPU kernel on the original, bit for bit."""
+    from onnx import TensorProto, helper
+
+    rng = np.random.default_rng(3)
+    f32, i64 = TensorProto.FLOAT, TensorProto.INT64
+    axis = 1 if same_axis else 0
+    graph = helper.make_graph(
+        [
+            helper.make_node("TopK", ["x", "k"], ["v", "i"], axis=1),
+            helper.make_node("ScatterElements", ["x", "i", "v"], ["y"], axis=axis),
+        ],
+        "g",
+        [helper.make_tensor_value_info("x", f32, ["b", "n"])],
+        [helper.make_tensor_value_info("y", f32, ["b", "n"])],
+        [onnx.numpy_helper.from_array(np.array([4], np.int64), "k")],
+    )
+    m = helper.make_model(
+        graph, opset_imports=[helper.make_opsetid("", 18)], ir_version=10
+    )
+    low = lowered(m).model
+    topks = [n.op_type for n in low.graph.node].count("TopK")
+    assert topks == (1 if same_axis else 2)
+    for shape in ((9, 9), (4, 4), (6, 6)):  # square: along axis 0 too, indices in range
+        feeds = {"x": rng.normal(size=shape).astype(np.float32)}
+        (want,) = run_cpu(m, feeds)
+        (got,) = run_cpu(low, feeds)
+        np.testing.assert_array_equal(got.view(np.uint32), want.view(np.uint32))
