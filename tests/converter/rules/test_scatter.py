@@ -1662,7 +1662,7 @@ def test_a_write_of_topk_indices_along_its_axis_needs_no_sort(same_axis):
     from onnx import TensorProto, helper
 
     rng = np.random.default_rng(3)
-    f32, i64 = TensorProto.FLOAT, TensorProto.INT64
+    f32 = TensorProto.FLOAT
     axis = 1 if same_axis else 0
     graph = helper.make_graph(
         [
