@@ -209,10 +209,16 @@ class ScatterLowering(Rule):
             else indices
         )
         clean = scatter_clean.applies(ctx.target, data.dtype, M)
-        # positions are int32 gather indices and sort keys (M + K < 2^31, guarded); a write
-        # without a reduction whose positions cannot repeat sorts nothing, and its positions
-        # only feed the MaxUnpool, which takes int64: computed so, no Cast
-        unsorted = red == "none" and not clean and distinct_positions(node)
+        # positions are int32 gather indices and sort keys (M + K < 2^31, guarded). A write
+        # without a reduction sorts nothing where its positions cannot repeat, or where its
+        # MaxUnpool writes them in order: the WebGPU plugin has none (its kernel table), so
+        # ORT's CPU kernel runs it there; its positions then only feed that MaxUnpool, which
+        # takes int64: computed so, no Cast
+        unsorted = (
+            red == "none"
+            and not clean
+            and (distinct_positions(node) or ctx.target == "webgpu")
+        )
         pos_type = np.int64 if unsorted else np.int32
         # ScatterND of slices folded by blocks: the updates' slice elements as rows (each writes
         # its own column of slices), which the block folds' last level can end on

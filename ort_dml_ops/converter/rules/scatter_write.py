@@ -168,8 +168,9 @@ def scatter_flat(
     over all K (measured on ORT's CPU EP at [1000, 1000]: 58 ms instead of 70 single-threaded,
     and the rows are spread over the intra-op threads). Not `ascending`: the rows' ranges are
     disjoint only (the scatter axis moved last, `scatter_clean.rows_of`: the block folds alone,
-    `folds_by_blocks`). `unique`: the graph proves no position repeats (`scatter.
-    distinct_positions`), so a write without a reduction needs no sort."""
+    `folds_by_blocks`). `unique`: no position repeats (`scatter.distinct_positions`), or the
+    MaxUnpool that writes runs on ORT's CPU kernel, in order (WebGPU), so a write without a
+    reduction needs no sort."""
     lean = _lean(e, flat, pos, vals, K, M, red, dt, row, ascending)
     if lean is not None:
         return lean

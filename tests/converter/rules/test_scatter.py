@@ -1685,3 +1685,23 @@ def test_a_write_of_topk_indices_along_its_axis_needs_no_sort(same_axis):
         (want,) = run_cpu(m, feeds)
         (got,) = run_cpu(low, feeds)
         np.testing.assert_array_equal(got.view(np.uint32), want.view(np.uint32))
+
+
+def test_webgpu_unpools_repeated_positions_on_orts_cpu_kernel_unsorted():
+    """On WebGPU an int32 scatter without a reduction keeps its unsorted write: the plugin has
+    no MaxUnpool, so ORT's CPU kernel writes repeated positions in order (`inspect` places it;
+    the values are ORT's bit for bit)."""
+    from ort_dml_ops.inspection import inspect
+
+    rng = np.random.default_rng(8)
+    m = elements_model([40, 3], [600, 3], 0, "none", np.int32, opset=18)
+    low = convert(m, "webgpu", strategy="lower").model
+    assert "TopK" not in {n.op_type for n in low.graph.node}
+    placed = {n.op_type: n.provider for n in inspect(low, "webgpu").nodes}
+    assert placed["MaxUnpool"] == "CPUExecutionProvider"
+    feeds = {
+        "data": rng.integers(-9, 9, (40, 3)).astype(np.int32),
+        "indices": rng.integers(-40, 40, (600, 3)).astype(np.int64),
+        "updates": rng.integers(-9, 9, (600, 3)).astype(np.int32),
+    }
+    np.testing.assert_array_equal(run_cpu(low, feeds)[0], run_cpu(m, feeds)[0])
