@@ -1388,6 +1388,16 @@ def test_guard_of_a_symbolic_output_reuses_its_reshape_target(reduction):
         run_cpu(low, feeds)
 
 
+def _two_sums_feeds(rng, n: int, e: int, f: int) -> dict:
+    """Feeds of `_two_sums_into_zeros`: n rows, e × f indices and sources."""
+    return {
+        "rows": np.zeros(n, np.float32),
+        "index": rng.integers(-n, n, (e, f)),
+        "a": rng.normal(size=(e, f)).astype(np.float32),
+        "b": rng.normal(size=(e, f)).astype(np.float32),
+    }
+
+
 def _two_sums_into_zeros() -> onnx.ModelProto:
     """torch_scatter's pattern (minimol, caustic_nmr): two float scatter-adds along axis 0 with
     the same indices, each into its own zeros of the shape [n, f] made at run time (rows n from
@@ -1462,12 +1472,7 @@ def test_scatters_into_zeros_of_one_shape_share_sizes_and_checks():
     assert "Slice" in guard and "ReduceMax" not in guard
     rng = np.random.default_rng(9)
     for n, e, f in ((5, 7, 3), (4, 0, 3), (3, 6, 0), (1, 9, 2), (6, 2, 4)):
-        feeds = {
-            "rows": np.zeros(n, np.float32),
-            "index": rng.integers(-n, n, (e, f)),
-            "a": rng.normal(size=(e, f)).astype(np.float32),
-            "b": rng.normal(size=(e, f)).astype(np.float32),
-        }
+        feeds = _two_sums_feeds(rng, n, e, f)
         for got, want in zip(run_cpu(low, feeds), run_cpu(m, feeds), strict=True):
             assert got.shape == want.shape
             np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-6)
@@ -1583,12 +1588,7 @@ def test_lowered_scatters_of_one_graph_hold_each_large_constant_once():
     assert len(set(large)) == len(large)
     rng = np.random.default_rng(4)
     for n, e, f in ((5, 700, 3), (300, 900, 2)):
-        feeds = {
-            "rows": np.zeros(n, np.float32),
-            "index": rng.integers(-n, n, (e, f)),
-            "a": rng.normal(size=(e, f)).astype(np.float32),
-            "b": rng.normal(size=(e, f)).astype(np.float32),
-        }
+        feeds = _two_sums_feeds(rng, n, e, f)
         for got, want in zip(run_cpu(low, feeds), run_cpu(m, feeds), strict=True):
             np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
 
