@@ -501,9 +501,10 @@ def _other_or_after(
     with the constant [j > i] — two kernels writing a byte per flag, where max(P[i] − P[j],
     [j > i]) > 0 took three writing nine. Keys only grouped (equal ones adjacent, in no order):
     Not(Equal) Or-ed the same way (the Not feeds the Or, not a Where). The WebGPU plugin has no
-    Or (its kernel table; `Fold.or_masks`): there float keys compare P[j] < P[i] + 2^25 · [j > i] (the keys are
-    integers below 2^24, the scatter's guarded limit, so the sum is exact or above every key),
-    and grouped or integer keys keep max(|P[i] − P[j]|, [j > i]) > 0."""
+    Or (its kernel table; `Fold.or_masks`): there float keys compare P[j] < P[i] + 2^25 ·
+    [j > i] (the keys are integers below 2^24, the scatter's guarded limit, so the sum is
+    exact or above every key), and grouped or integer keys keep max(|P[i] − P[j]|, [j > i])
+    > 0."""
     ascending = fold.ascending
     down, across = _down(e, P, width), _across(e, P, width)
     if fold.or_masks:

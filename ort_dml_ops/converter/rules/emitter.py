@@ -42,9 +42,9 @@ class Emitter:
             if ctx.graph is not None
             else ({}, {}, {}, {})
         )
-        # (op, inputs, attributes) -> outputs; constant (large: by digest) -> value; attribute -> ir.Attr
-        # (an Attr holds a name, a type and a value, no owner: nodes may share one); int or
-        # tuple of ints -> the value `i64` made of it (the same as `_consts` holds)
+        # (op, inputs, attributes) -> outputs; constant (a large one by digest) -> value;
+        # attribute -> ir.Attr (an Attr holds a name, a type and a value, no owner: nodes may
+        # share one); int or tuple of ints -> the value `i64` made of it (as `_consts` holds)
         self._ops, self._consts, self._attrs, self._i64 = shared
         self._keys: list = []  # the memo keys of the nodes this emitter made (see done)
         self._made_consts: list[ir.Value] = []  # the initializers it made (see done)
