@@ -9,11 +9,14 @@ ScatterElements and ScatterND are registered at 11, 13 and 16 with no end versio
 matches such a kernel only at the node's own since-version (kernel_registry.cc,
 `VerifyVersion`): at 18 on (where both schemas added the max and min reductions) no DML kernel
 serves them, and a scatter without a reduction, one kernel at opset 17, became a lowering of
-14 kernels (33 with run-time shapes). So under strategy auto a model importing 18–26 that holds
+19 kernels (25 with run-time shapes). So under strategy auto a model importing 18–26 that holds
 such a node moves to 17 where every node reads the same there (the checks below, with the
 allowances of `_ALLOWED_AT_17`) and where the shapes rule out the ScatterElements DirectML
 refuses (`_unsafe_scatters`); then the rules see the scatter at 17, where the DML EP has its
-kernel. A node that blocks the move keeps the opset, and the report names it.
+kernel. A node that blocks the move keeps the opset, and the report names it. That kernel
+writes repeated indices in no fixed order (DirectML's contract, docs/dml-lane.md; ONNX calls
+them invalid without a reduction), where ORT's CPU kernel and the lowering keep the last
+update: the report says so, and `--strategy lower` keeps ORT's order.
 
 The rewrite is exact or refused: each node's schema at the model's opset is compared with its
 schema at 21. A node whose schema did not change after 21 is the same operator. A node whose
@@ -265,7 +268,9 @@ def plan(
                 changed=True,
                 reason=f"opset {src} -> {DML_SCATTER_OPSET}: {scatters} ScatterElements / "
                 "ScatterND without a reduction get the DML EP's own kernel (registered up to "
-                f"since-version 16); every node checked against its opset-{DML_SCATTER_OPSET} schema"
+                f"since-version 16), which writes repeated indices in no fixed order (ONNX "
+                "leaves them undefined; --strategy lower keeps ORT's last update); every node "
+                f"checked against its opset-{DML_SCATTER_OPSET} schema"
                 + _cumprod_note(cumprods),
             )
             return info
