@@ -36,6 +36,20 @@ def test_kernel_count_is_inspects():
     assert row.status in ("OK", "OVER")
 
 
+def test_a_row_is_over_where_copies_exceed_the_originals():
+    """Item 2: after convert no more copies than the original's, or the guard's one. WebGPU
+    runs a ScatterElements of int32 data itself (0 copies); the DML-shaped lowering of it puts
+    its TopK, MaxUnpool and int Slices on the CPU (kernels the plugin lacks), behind copies."""
+    case = budget.OpCase("ScatterElements", "int32", reduction="max", axis=1)
+    original = budget.count_kernels(budget.build_model(case, n=4), "webgpu")
+    row = budget.measure_op(case, "webgpu", n=4, passes=False)
+    assert original.copies == 0 and row.copies is not None and row.copies > 1
+    assert row.status == "OVER" and f"copies {row.copies} > 1" in row.note
+    # on the DML EP the original's scatter is on the CPU: the lowering's one copy is within
+    dml = budget.measure_op(case, "dml", n=4, passes=False)
+    assert dml.copies == 1 and "copies" not in dml.note
+
+
 @pytest.mark.parametrize("target", ["dml", "webgpu"])
 def test_shape_and_size_are_host_side_kernels(target):
     """Shape and Size are not counted as dispatches: both targets' kernel tables (the DML EP's
