@@ -208,7 +208,7 @@ class ScatterLowering(Rule):
             if indices.dtype != ir.DataType.INT64
             else indices
         )
-        clean = scatter_clean.applies(ctx.target, data.dtype, M)
+        clean = scatter_clean.applies(ctx.target, data.dtype, M, red, e.opset)
         # positions are int32 gather indices and sort keys (M + K < 2^31, guarded). A write
         # without a reduction sorts nothing where its positions cannot repeat, or where its
         # MaxUnpool writes them in order: the WebGPU plugin has none (its kernel table), so

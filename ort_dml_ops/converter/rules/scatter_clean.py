@@ -48,15 +48,28 @@ CLEAN_TARGETS = frozenset({"webgpu"})
 #: float32 keys
 MAX_FLOAT_KEY = 2**24
 _DATA_TYPES = (ir.DataType.FLOAT, ir.DataType.FLOAT16)
+#: data types of `last_writes`, which sorts nothing and folds nothing: those of the plugin's
+#: ScatterElements and Gather (targets/data/webgpu_0.4.0.json). The DML-shaped graph of int32
+#: data there puts TopK, MaxUnpool and int Slices on the CPU EP, 6 copies a run at run-time
+#: sizes (tools/lowering_budget.py)
+_LAST_WRITE_TYPES = (*_DATA_TYPES, ir.DataType.INT32, ir.DataType.UINT32)
 
 
-def applies(target: str, dtype: ir.DataType | None, M: Size | None) -> bool:
+def applies(
+    target: str,
+    dtype: ir.DataType | None,
+    M: Size | None,
+    red: str = "",
+    opset: int = 0,
+) -> bool:
     """Does the clean variant replace the DML-shaped graph? (A static M above 2^24 keeps the
     old graph, whose int32 keys are exact to 2^31.) `M`: the data's element count, a run-time
-    value or None where it is not static."""
+    value or None where it is not static. `red`, `opset`: the scatter's reduction and the
+    graph's opset — where it writes by `last_writes`, int32 and uint32 data take it too."""
+    types = _LAST_WRITE_TYPES if writes_last(red, opset) else _DATA_TYPES
     return (
         target in CLEAN_TARGETS
-        and dtype in _DATA_TYPES
+        and dtype in types
         and (not isinstance(M, int) or M <= MAX_FLOAT_KEY)
     )
 
