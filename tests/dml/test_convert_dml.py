@@ -703,8 +703,12 @@ def test_lean_scatter_folds_on_dml_equal_ort_cpu_kernel(lane_results, name):
     assert r.providers[0] == DML, r.providers
     op = original.graph.node[0].op_type
     assert f"the_{op}" not in r.on(CPU)  # lowered, not left to the CPU kernel
+    one = (
+        ort.SessionOptions()
+    )  # ORT's CPU ScatterND reduces on its pool without atomics:
+    one.intra_op_num_threads = 1  # tools/repro_ort_cpu_scatternd_race.py
     sess = ort.InferenceSession(
-        original.SerializeToString(), providers=["CPUExecutionProvider"]
+        original.SerializeToString(), one, providers=["CPUExecutionProvider"]
     )
     (want,) = sess.run(None, feeds)
     got = r.outputs[0]

@@ -85,8 +85,12 @@ def _ort_cpu_in_float32(native, feeds):
         k: v.astype(np.float32) if v.dtype == np.float16 else v
         for k, v in feeds.items()
     }
+    one = (
+        ort.SessionOptions()
+    )  # ORT's CPU ScatterND reduces on its pool without atomics:
+    one.intra_op_num_threads = 1  # tools/repro_ort_cpu_scatternd_race.py
     got = ort.InferenceSession(
-        wide.SerializeToString(), providers=["CPUExecutionProvider"]
+        wide.SerializeToString(), one, providers=["CPUExecutionProvider"]
     ).run(None, widened)[0]
     return got.astype(feeds["data"].dtype)
 

@@ -317,7 +317,9 @@ def node_costs(
             1.0,
             copies,
             out_bytes,
-            "ORT's CPU kernel" + ("" if data_on_host else " between copies"),
+            "ORT's CPU kernel"
+            + ("" if data_on_host else " between copies")
+            + (f"; {CPU_SCATTER_ND_RACE}" if _races_on_cpu(node) else ""),
             kernels=1,
         )
         updates = (
@@ -403,6 +405,8 @@ def cheaper_on_cpu(costs: dict[str, OptionCost]) -> str | None:
     low, cpu = costs.get("lowered"), costs.get("cpu")
     if low is None or cpu is None:
         return None
+    # kept as the original model runs it, and said where that kernel can lose updates
+    caveat = f"; {CPU_SCATTER_ND_RACE}" if CPU_SCATTER_ND_RACE in cpu.note else ""
     if low.estimate_us is not None and cpu.estimate_us is not None:
         if cpu.estimate_us < low.estimate_us:
             return (
@@ -411,12 +415,32 @@ def cheaper_on_cpu(costs: dict[str, OptionCost]) -> str | None:
                 f"kernel and {cpu.copies} copies"
                 f"{', at the most updates the data allows' if cpu.upper_bound else ''}) against "
                 f"{low.estimate_us:g} µs for the lowering ({low.kernels} kernels, "
-                f"{low.passes:g} passes; cost.DeviceModel)"
+                f"{low.passes:g} passes; cost.DeviceModel){caveat}"
             )
         return None
     if dominated(costs, "lowered", by="cpu"):
-        return "the CPU path is no costlier in passes and copies (report: cost)"
+        return (
+            f"the CPU path is no costlier in passes and copies (report: cost){caveat}"
+        )
     return None
+
+
+#: ORT's CPU ScatterND applies a reduction's update slices on its thread pool with a plain
+#: read-modify-write (onnxruntime/core/providers/cpu/tensor/scatter_nd.cc,
+#: `ScatterNDDispatchTarget`): where repeated indices meet on two threads an update is lost
+#: (measured: tools/repro_ort_cpu_scatternd_race.py). The lowering has no such kernel.
+CPU_SCATTER_ND_RACE = (
+    "ORT's CPU ScatterND can lose updates of repeated indices when its thread pool splits the "
+    "work (tools/repro_ort_cpu_scatternd_race.py); --strategy lower is exact"
+)
+
+
+def _races_on_cpu(node: ir.Node) -> bool:
+    """Is `node` a ScatterND with a reduction (the CPU kernel of CPU_SCATTER_ND_RACE)?"""
+    if node.op_type != "ScatterND" or node.domain not in ("", "ai.onnx"):
+        return False
+    attr = node.attributes.get("reduction")
+    return attr is not None and attr.as_string() != "none"
 
 
 def _dml_off_device(

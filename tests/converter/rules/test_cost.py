@@ -323,6 +323,26 @@ def test_auto_weighs_kernels_at_the_declared_sizes(reduction):
     assert "the CPU path is faster" in small.report.nodes[0].reason
 
 
+@pytest.mark.parametrize("op", ["ScatterND", "ScatterElements"])
+def test_a_scatter_nd_reduction_kept_on_the_cpu_says_its_kernel_can_lose_updates(op):
+    """ORT's CPU ScatterND applies a reduction on its thread pool without atomics (measured:
+    tools/repro_ort_cpu_scatternd_race.py; the lowering stays exact: test_scatter.py
+    `test_lowered_scatter_nd_reduction_is_exact_where_orts_cpu_kernel_races`). Where auto
+    keeps such a node there, as the original runs it, its reason and the CPU option's cost
+    note say so; ORT's CPU ScatterElements loops in order, and its reason says nothing."""
+    inputs = [
+        ("data", np.float32, [20, 20]),
+        ("indices", np.int64, [20, 1] if op == "ScatterND" else [20, 20]),
+        ("updates", np.float32, [20, 20]),
+    ]
+    m = single_op(op, inputs, {"reduction": "add"}, opset=18)
+    node = convert(m, "dml").report.nodes[0]
+    assert node.action == "cpu", node.reason
+    said = cost.CPU_SCATTER_ND_RACE in node.reason
+    assert said == (op == "ScatterND")
+    assert (cost.CPU_SCATTER_ND_RACE in node.cost["cpu"]["note"]) == said
+
+
 def test_input_shape_hints_decide_what_symbolic_dims_leave_open():
     """Symbolic dims: no estimate, so auto lowers (as before); a hint gives the sizes, and the
     model keeps its own symbolic declarations."""

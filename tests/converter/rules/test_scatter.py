@@ -1706,3 +1706,42 @@ def test_webgpu_unpools_repeated_positions_on_orts_cpu_kernel_unsorted():
         "updates": rng.integers(-9, 9, (600, 3)).astype(np.int32),
     }
     np.testing.assert_array_equal(run_cpu(low, feeds)[0], run_cpu(m, feeds)[0])
+
+
+@pytest.mark.parametrize("reduction", ["add", "mul", "max", "min"])
+def test_lowered_scatter_nd_reduction_is_exact_where_orts_cpu_kernel_races(reduction):
+    """ORT's CPU ScatterND applies a reduction's slices on its thread pool with a plain
+    read-modify-write (scatter_nd.cc, `ScatterNDDispatchTarget`): where two threads meet on a
+    row, an update can be lost (tools/repro_ort_cpu_scatternd_race.py: up to 898 of 1e6
+    elements in a run). The lowering has no such kernel: on ORT's CPU EP with its thread pool,
+    each run equals numpy's sequential loop bit for bit (values whose every sum and product is
+    exact in float32, so no order of the folds can matter)."""
+    import onnxruntime as ort
+
+    n, rows = 1000, 100
+    rng = np.random.default_rng(3)
+    m = single_op(
+        "ScatterND",
+        [
+            ("data", np.float32, [n, n]),
+            ("indices", np.int64, [n, 1]),
+            ("updates", np.float32, [n, n]),
+        ],
+        {"reduction": reduction},
+        opset=18,
+    )
+    feeds = {
+        "data": rng.integers(-3, 4, (n, n)).astype(np.float32),
+        "indices": rng.integers(-rows, rows, (n, 1)),
+        "updates": rng.choice(np.array([1, -1, 2, 0.5, 3], np.float32), (n, n)),
+    }
+    want = feeds["data"].copy()
+    fold = {"add": np.add, "mul": np.multiply, "max": np.maximum, "min": np.minimum}
+    for i, row in enumerate(feeds["indices"][:, 0] % n):
+        want[row] = fold[reduction](want[row], feeds["updates"][i])
+    low = convert(m, "dml", strategy="lower", with_inspect=False).model
+    pooled = ort.InferenceSession(
+        low.SerializeToString(), providers=["CPUExecutionProvider"]
+    )
+    for _ in range(3):
+        np.testing.assert_array_equal(pooled.run(None, feeds)[0], want)
