@@ -25,7 +25,8 @@ This variant is built from kernels the plugin has, for float32 / float16 data:
 
 Without a reduction nothing is sorted (`last_writes`, from opset 18): a ScatterElements with
 reduction max of the update numbers finds each position's last writer, and every update writes
-its position's winner's value.
+its position's winner's value. That needs no float key and no fold, so int32 and uint32 data
+take it too.
 
 The values follow the same rules as the DML-shaped graph's: float max / min and none bit-exact
 against ORT's sequential kernel, float add / mul within the block folds' stated bound
