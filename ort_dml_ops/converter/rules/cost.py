@@ -28,7 +28,7 @@ import math
 import numpy as np
 import onnx_ir as ir
 
-from ._base import const_array, static_shape
+from ._base import attr_str, const_array, static_shape
 from .scatter_clean import applies, writes_last
 
 #: full-size write passes of the lowered scatter, (static shapes, every dim symbolic), measured
@@ -439,8 +439,7 @@ def _races_on_cpu(node: ir.Node) -> bool:
     """Is `node` a ScatterND with a reduction (the CPU kernel of CPU_SCATTER_ND_RACE)?"""
     if node.op_type != "ScatterND" or node.domain not in ("", "ai.onnx"):
         return False
-    attr = node.attributes.get("reduction")
-    return attr is not None and attr.as_string() != "none"
+    return attr_str(node, "reduction", "none") != "none"
 
 
 def _dml_off_device(
@@ -609,14 +608,13 @@ def _clean(node: ir.Node, target: str, opset: int) -> bool:
         if dims is None or None in dims
         else math.prod(d for d in dims if d is not None)
     )
-    attr = node.attributes.get("reduction")
-    red = attr.as_string() if attr is not None else "none"
-    return applies(target, data.dtype, numel, red, opset)
+    return applies(
+        target, data.dtype, numel, attr_str(node, "reduction", "none"), opset
+    )
 
 
 def _reduction(node: ir.Node) -> str:
-    attr = node.attributes.get("reduction")
-    red = attr.as_string() if attr is not None else "none"
+    red = attr_str(node, "reduction", "none")
     integer = node.inputs[0] is not None and node.inputs[0].dtype not in _FLOATS
     if red in ("max", "min") and integer:
         red = "int_max_min"

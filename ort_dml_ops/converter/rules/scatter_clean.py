@@ -60,8 +60,8 @@ def applies(
     target: str,
     dtype: ir.DataType | None,
     M: Size | None,
-    red: str = "",
-    opset: int = 0,
+    red: str,
+    opset: int,
 ) -> bool:
     """Does the clean variant replace the DML-shaped graph? (A static M above 2^24 keeps the
     old graph, whose int32 keys are exact to 2^31.) `M`: the data's element count, a run-time
