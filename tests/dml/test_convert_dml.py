@@ -21,6 +21,7 @@ from onnx import helper, numpy_helper
 from dml_lane.driver import CPU, DML, Case
 from ort_dml_ops import DOMAIN
 from ort_dml_ops.conversion import convert
+from tests.converter.rules._util import run_cpu
 from tests.support import np_scatter_elements
 
 # a sweep on the lane (ops, placement truth, converted models): `make test-full` and CI run it
@@ -695,22 +696,15 @@ def test_indices_longer_off_the_axis_fail_the_run_on_dml(lane_results):
 def test_lean_scatter_folds_on_dml_equal_ort_cpu_kernel(lane_results, name):
     """The sort / prefix-sum folds on the real DML EP (TopK's order of equal keys, MaxUnpool,
     int CumSum): bit for bit ORT's sequential CPU kernel — NaN, signed zeros, wrapped sums."""
-    import onnxruntime as ort
-
     _, feeds, original = LEAN[name]
     r = lane_results[name]
     assert r.ok, f"{name}: {r.stage}: {r.error}"
     assert r.providers[0] == DML, r.providers
     op = original.graph.node[0].op_type
     assert f"the_{op}" not in r.on(CPU)  # lowered, not left to the CPU kernel
-    one = (
-        ort.SessionOptions()
-    )  # ORT's CPU ScatterND reduces on its pool without atomics:
-    one.intra_op_num_threads = 1  # tools/repro_ort_cpu_scatternd_race.py
-    sess = ort.InferenceSession(
-        original.SerializeToString(), one, providers=["CPUExecutionProvider"]
-    )
-    (want,) = sess.run(None, feeds)
+    # on one thread: ORT's CPU ScatterND reduces on its pool without atomics
+    # (tools/repro_ort_cpu_scatternd_race.py)
+    (want,) = run_cpu(original, feeds)
     got = r.outputs[0]
     assert got.dtype == want.dtype and got.shape == want.shape
     if "float_add" in name or "float_mul" in name:

@@ -17,6 +17,7 @@ import pytest
 from ort_dml_ops.bench import webgpu as W
 from ort_dml_ops.conversion import convert
 
+from ..converter.rules._util import run_cpu
 from .conftest import placement, webgpu_session
 
 pytestmark = pytest.mark.webgpu
@@ -30,11 +31,7 @@ def _on_plugin_and_ort_cpu(low, native, feeds):
     one thread: ORT's CPU ScatterND copies slices on its thread pool, so repeated indices
     without a reduction have a row-major last write only there (docs/webgpu.md, known limits)."""
     s = webgpu_session(low)
-    one = ort.SessionOptions()
-    one.intra_op_num_threads = 1
-    want = ort.InferenceSession(
-        native.SerializeToString(), one, providers=["CPUExecutionProvider"]
-    ).run(None, feeds)[0]
+    (want,) = run_cpu(native, feeds)
     return s, s.run(None, feeds)[0], want
 
 
@@ -85,13 +82,9 @@ def _ort_cpu_in_float32(native, feeds):
         k: v.astype(np.float32) if v.dtype == np.float16 else v
         for k, v in feeds.items()
     }
-    one = (
-        ort.SessionOptions()
-    )  # ORT's CPU ScatterND reduces on its pool without atomics:
-    one.intra_op_num_threads = 1  # tools/repro_ort_cpu_scatternd_race.py
-    got = ort.InferenceSession(
-        wide.SerializeToString(), one, providers=["CPUExecutionProvider"]
-    ).run(None, widened)[0]
+    # on one thread: ORT's CPU ScatterND reduces on its pool without atomics
+    # (tools/repro_ort_cpu_scatternd_race.py)
+    (got,) = run_cpu(wide, widened)
     return got.astype(feeds["data"].dtype)
 
 
