@@ -98,7 +98,8 @@ class Fold:
     ascending: bool = (
         True  # the keys are sorted (the flipped masks use it: `_other_or_after`)
     )
-    #: the flipped masks are bools Or-ed on the target (all but WebGPU, whose plugin has no Or)
+    #: the flipped masks are bools Or-ed: the target's EP runs Or (`fold_of`; the WebGPU
+    #: plugin has none)
     or_masks: bool = True
 
     def mask_cost(self) -> tuple[int, int]:
@@ -123,14 +124,17 @@ def fold_of(
 ) -> Fold:
     """The fold of a scatter reduction (float add, float or `integer` mul); `ascending`: the
     sorted keys are in order, not only grouped in runs (a cheaper mask where the fold flips);
-    `target`: which spelling of the flipped masks its kernels allow (`Fold.or_masks`)."""
+    `target`: which spelling of the flipped masks its kernels allow (`Fold.or_masks`: whether
+    its kernel table has Or; ORT's CPU EP, which has no table here, has it)."""
+    from ...targets import get_target
+
     if red == "add":
         return SUM
     if integer:
         return INTEGER_PRODUCT
-    return dataclasses.replace(
-        FLOAT_PRODUCT, ascending=ascending, or_masks=target != "webgpu"
-    )
+    table = get_target(target).table
+    has_or = table is None or bool(table.kernels("Or", ""))
+    return dataclasses.replace(FLOAT_PRODUCT, ascending=ascending, or_masks=has_or)
 
 
 def run_folds(
