@@ -91,10 +91,20 @@ WEBGPU_TABLE = "webgpu_0.4.0.json"
 #: (maxStorageBuffersPerShaderStage, https://www.w3.org/TR/webgpu/#limits); a Split/Concat binds
 #: each of its tensors
 WEBGPU_MAX_IO_WIDTH = 8
-#: Measured on the WebGPU plugin (docs/performance.md, `ort-dml-ops bench --target webgpu`):
-#: the native CumSum costs O(n) reads per element along the axis; above this axis length the
-#: blocked Add scan (the CumProd construction with Add) is the cheaper choice.
-WEBGPU_COST_FACTS = {"cumsum_native_max_axis": 64}
+#: Measured on the WebGPU plugin. `cumsum_native_max_axis` (docs/performance.md, `ort-dml-ops
+#: bench --target webgpu`): the native CumSum costs O(n) reads per element along the axis; above
+#: this axis length the blocked Add scan (the CumProd construction with Add) is the cheaper
+#: choice. `scatter_exact_integer_reductions`: the data types whose ScatterElements / ScatterND
+#: with a reduction (add, mul, max, min) the plugin computes exactly whatever the indices
+#: repeat — each update is an atomic read-modify-write of its element
+#: (onnxruntime/core/providers/webgpu/tensor/scatter_elements.cc, scatter_nd.cc), and a wrapped
+#: integer sum or product, a max or a min, does not depend on the order (measured against ORT's
+#: single-threaded CPU kernel: tools/webgpu_lane/repro_repeated_positions.py), so there is
+#: nothing for a lowering to fix.
+WEBGPU_COST_FACTS = {
+    "cumsum_native_max_axis": 64,
+    "scatter_exact_integer_reductions": frozenset({"int32", "uint32"}),
+}
 
 
 @cache

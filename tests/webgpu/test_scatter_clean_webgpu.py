@@ -521,3 +521,49 @@ def test_clean_guard_refuses_indices_past_either_end_on_webgpu(webgpu_lane, redu
         np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-6)
     else:
         np.testing.assert_array_equal(got.view(np.uint32), want.view(np.uint32))
+
+
+@pytest.mark.parametrize("op", ["ScatterElements", "ScatterND"])
+@pytest.mark.parametrize("dtype", [np.int32, np.uint32])
+@pytest.mark.parametrize("reduction", ["add", "mul", "max", "min"])
+def test_the_plugins_integer_reductions_are_exact_with_repeated_indices(
+    webgpu_lane, op, dtype, reduction
+):
+    """What `scatter_exact_integer_reductions` (targets/__init__.py) rests on, and why even
+    `--strategy lower` leaves these nodes to the plugin: its kernel reduces int32 / uint32
+    exactly where indices repeat (25 updates to a position on average, values over the whole
+    range so sums and products wrap), equal to numpy's sequential fold and to ORT's
+    single-threaded CPU kernel, run after run. The converted model is the original node, on
+    WebGPU."""
+    import onnx
+
+    elem = onnx.helper.np_dtype_to_tensor_dtype(np.dtype(dtype))
+    n, rows = 300, 12
+    if op == "ScatterND":
+        ishape, attrs = [n, 1], {}
+    else:
+        ishape, attrs = [n, n], {"axis": 0}
+    native = _scatter(op, elem, [n, n], ishape, [n, n], "int", reduction=reduction, **attrs)
+    rng = np.random.default_rng(11)
+    info = np.iinfo(dtype)
+    feeds = {
+        "data": rng.integers(info.min, info.max, (n, n), dtype, endpoint=True),
+        "indices": rng.integers(-rows, rows, ishape).astype(np.int64),
+        "updates": rng.integers(info.min, info.max, (n, n), dtype, endpoint=True),
+    }
+    fold = {"add": np.add, "mul": np.multiply, "max": np.maximum, "min": np.minimum}
+    want = feeds["data"].copy()
+    with np.errstate(over="ignore"):
+        if op == "ScatterND":
+            for i, row in enumerate(feeds["indices"][:, 0] % n):
+                want[row] = fold[reduction](want[row], feeds["updates"][i])
+        else:
+            cols = np.broadcast_to(np.arange(n), ishape)
+            fold[reduction].at(want, (feeds["indices"] % n, cols), feeds["updates"])
+    np.testing.assert_array_equal(run_cpu(native, feeds)[0], want)
+    converted = convert(native, "webgpu", strategy="lower", with_inspect=False).model
+    assert [x.op_type for x in converted.graph.node] == [op]
+    s = webgpu_session(converted)
+    assert set(placement(s).values()) == {"WebGpuExecutionProvider"}
+    for _ in range(3):
+        np.testing.assert_array_equal(s.run(None, feeds)[0], want)

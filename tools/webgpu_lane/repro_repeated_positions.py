@@ -11,8 +11,8 @@ update in row-major order, written by a Python loop. Three runs of each, countin
 differ from it (2026-12-01, 01:00 UTC, lavapipe; int32 data):
 
 - the plugin's own ScatterElements: 85,435 / 57,667 / 74,444 of 1,000,000 (81,013 and
-  100,355 in an earlier sitting); its ScatterND 0 / 0 / 0 here, 85,000 in an earlier sitting
-  (with run-time shapes) — its shaders write in no fixed order, like the DML EP's
+  100,355 in an earlier sitting, 38,546 / 53,159 / 84,635 at 04:00 UTC); its ScatterND
+  0 / 0 / 0 here, 85,000 in an earlier sitting (with run-time shapes), 0 / 0 / 72,000 at 04:00 — its shaders write in no fixed order, like the DML EP's
   (tools/dml_lane/repro_repeated_positions.py); `auto` leaves these nodes to it, as the
   original model does;
 - ORT's CPU ScatterElements: 0 (scatter.cc writes the updates in order); ORT's CPU ScatterND:
@@ -25,9 +25,18 @@ differ from it (2026-12-01, 01:00 UTC, lavapipe; int32 data):
   found by a ScatterElements max, every writer of a position writing its bits).
 
 ONNX calls repeated indices without a reduction invalid, so each of these is within the spec;
-the lowering is the one that gives ORT's sequential answer everywhere. Exit status 1 when the
-lowering or a single-threaded CPU kernel differs from the reference; the others are reported,
-not judged.
+the lowering is the one that gives ORT's sequential answer everywhere.
+
+With a reduction (add, mul, max, min) repeated indices are valid, and for int32 and uint32 the
+plugin's kernels give the sequential fold exactly: each update is an atomic read-modify-write
+of its element, and a wrapped integer sum or product, a max or a min, is the same in any order.
+The same data, values over the whole range (sums and products wrap): 0 elements differ, in
+every run, for both ops, both types and all four reductions (2026-12-01, 04:00 UTC). This is
+what `scatter_exact_integer_reductions` (ort_dml_ops/targets/__init__.py) records and why
+`convert --target webgpu` leaves such nodes to the plugin under every strategy.
+
+Exit status 1 when the lowering, a single-threaded CPU kernel or the plugin's integer reduction
+differs from the reference; the others are reported, not judged.
 """
 
 from __future__ import annotations
@@ -50,22 +59,24 @@ N = 1000
 RUNS = 3
 
 
-def _model(op: str):
+def _model(op: str, elem: int = TensorProto.INT32, **reduction: str):
     if op == "ScatterElements":
-        node = helper.make_node(op, ["data", "indices", "updates"], ["y"], axis=0)
+        node = helper.make_node(
+            op, ["data", "indices", "updates"], ["y"], axis=0, **reduction
+        )
         ishape = [N, N]
     else:
-        node = helper.make_node(op, ["data", "indices", "updates"], ["y"])
+        node = helper.make_node(op, ["data", "indices", "updates"], ["y"], **reduction)
         ishape = [N, 1]
     graph = helper.make_graph(
         [node],
         "g",
         [
-            helper.make_tensor_value_info("data", TensorProto.INT32, [N, N]),
+            helper.make_tensor_value_info("data", elem, [N, N]),
             helper.make_tensor_value_info("indices", TensorProto.INT64, ishape),
-            helper.make_tensor_value_info("updates", TensorProto.INT32, [N, N]),
+            helper.make_tensor_value_info("updates", elem, [N, N]),
         ],
-        [helper.make_tensor_value_info("y", TensorProto.INT32, [N, N])],
+        [helper.make_tensor_value_info("y", elem, [N, N])],
     )
     return helper.make_model(
         graph, opset_imports=[helper.make_opsetid("", 18)], ir_version=10
@@ -83,6 +94,54 @@ def _reference(op: str, feeds: dict) -> np.ndarray:
         for i in range(idx.shape[0]):
             out[idx[i, 0]] = upd[i]
     return out
+
+
+def _folded(op: str, reduction: str, feeds: dict) -> np.ndarray:
+    """Every update folded into its element in row-major order (wrapping)."""
+    fold = {"add": np.add, "mul": np.multiply, "max": np.maximum, "min": np.minimum}
+    out = feeds["data"].copy()
+    idx, upd = feeds["indices"] % N, feeds["updates"]
+    with np.errstate(over="ignore"):
+        if op == "ScatterElements":
+            cols = np.broadcast_to(np.arange(N), idx.shape)
+            fold[reduction].at(out, (idx, cols), upd)
+        else:
+            for i in range(idx.shape[0]):
+                out[idx[i, 0]] = fold[reduction](out[idx[i, 0]], upd[i])
+    return out
+
+
+def integer_reductions(rng) -> bool:
+    """The plugin's own int32 / uint32 reductions against the sequential fold: any wrong?"""
+    failed = False
+    webgpu = [("WebGpuExecutionProvider", {})]
+    for dtype, elem in ((np.int32, TensorProto.INT32), (np.uint32, TensorProto.UINT32)):
+        info = np.iinfo(dtype)
+        for op in ("ScatterElements", "ScatterND"):
+            ishape = (N, N) if op == "ScatterElements" else (N, 1)
+            for reduction in ("add", "mul", "max", "min"):
+                feeds = {
+                    "data": rng.integers(info.min, info.max, (N, N), dtype, endpoint=True),
+                    "indices": rng.integers(-N, N, ishape).astype(np.int64),
+                    "updates": rng.integers(
+                        info.min, info.max, (N, N), dtype, endpoint=True
+                    ),
+                }
+                want = _folded(op, reduction, feeds)
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")
+                    session = InferenceSession(
+                        _model(op, elem, reduction=reduction), providers=webgpu
+                    )
+                wrong = [
+                    int(np.sum(session.run(None, feeds)[0] != want)) for _ in range(RUNS)
+                ]
+                failed |= any(wrong)
+                print(
+                    f"{op:16s} {dtype.__name__:6s} {reduction:3s} plugin's own kernel "
+                    f"elements not the sequential fold: {wrong}"
+                )
+    return failed
 
 
 def _sessions(model) -> dict:
@@ -126,6 +185,7 @@ def main() -> int:
             judged = name in ("ORT CPU EP, 1 thread", "lowered, on the plugin")
             failed |= judged and any(wrong)
             print(f"{op:16s} {name:24s} elements not the last write: {wrong}")
+    failed |= integer_reductions(rng)
     return 1 if failed else 0
 
 
