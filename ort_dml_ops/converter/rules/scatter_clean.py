@@ -41,6 +41,7 @@ import onnx_ir as ir
 from . import blocksum, sizes
 from .emitter import Emitter
 from .scatter_lean import as_rows, choose, not_last, previous, take
+from .segscan import prefix_count
 from .sizes import Size
 
 #: targets that take this variant
@@ -222,10 +223,12 @@ def sorted_max_min(
 
     1. a stable sort by position lists each run in update order; the data folds into each run's
        first update (one strict compare, a bit-copying pick);
-    2. groups start at each run's first update and at each NaN, numbered by a prefix count
-       (float32: exact, K < 2^24 is guarded);
-    3. NaNs get the key ∓∞, the others their value; a sort by that key, then a stable one by
-       group, ends each run with its winner, which is written at the run's position."""
+    2. groups start at each run's first update and at each NaN; the run's winner is in its
+       last group, whose start one ScatterElements max finds per position (before opset 18,
+       which has no reduction max, the groups are numbered by a prefix count instead);
+    3. NaNs and the updates before the last group get the key ∓∞, the others their value; a
+       sort by that key, then a stable one by position, ends each run with its winner, which
+       is written at the run's position."""
 
     def sort(
         k: ir.Value, largest: bool = False, any_value: bool = False
@@ -250,30 +253,50 @@ def sorted_max_min(
     sk, by_pos = sort(keys)
     spos = flat1(sk)
     svals = take(e, vals, by_pos, row)  # as rows already: `as_rows`
-    d = e.take(flat, e.cast(spos, ir.DataType.INT32))
+    at = e.cast(spos, ir.DataType.INT32)
+    d = e.take(flat, at)
     # a run starts where the position changes (rows moved by `rows_of` need not ascend from
     # one row to the next, but their positions are disjoint)
     same_run = e.op("Equal", spos, previous(e, spos, K, np.float32))
     first = e.op("Not", same_run)
     compare = "Greater" if red == "max" else "Less"
     items = choose(e, svals, d, e.op("And", first, e.op(compare, d, svals)), K)
-    # 2. groups: from each run's first update and each NaN on (the plugin has no IsNaN and no
-    # Or: a group goes on where the update is not first and equals itself)
+    # 2. the run's last group: from its last NaN on, or the whole run. Groups start at each
+    # run's first update and at each NaN (the plugin has no IsNaN and no Or: a group goes on
+    # where the update is not first and equals itself); the last start of each position is
+    # the largest start number aimed at it, which one int32 ScatterElements max finds (the
+    # plugin's atomics, exact in any order) — where a prefix count of the starts would be a
+    # CumSum, whose WebGPU kernel reads the whole prefix for every item (5 s at 90,000 items)
     number = e.op("Equal", items, items)
     goes_on = e.op("And", same_run, number)
-    group = e.op("CumSum", e.cast(e.op("Not", goes_on), ir.DataType.FLOAT), e.i32(0))
-    # 3. by key (min: descending), then stably by group: each run's winner comes last
+    if e.opset >= 18:
+        numbers = sizes.iota(e, K, np.int32)
+        start_numbers = e.op("Where", goes_on, e.i32(-1), numbers)
+        nobody = e.op(
+            "Expand", e.const(np.asarray([-1], np.int32)), sizes.concat(e, [M])
+        )
+        last_start = e.op(
+            "ScatterElements", nobody, at, start_numbers, axis=0, reduction="max"
+        )
+        in_last = e.op("GreaterOrEqual", numbers, e.op("Gather", last_start, at, axis=0))
+        keyed = e.op("And", in_last, number)
+        then = sk  # the groups left are the runs: positions
+    else:  # no reduction max before opset 18 (a DOMAIN scatter): groups numbered by a count
+        keyed = number
+        starts = e.cast(e.op("Not", goes_on), ir.DataType.FLOAT)
+        then = prefix_count(e, starts, K, ir.DataType.FLOAT)
+        if row is not None:
+            then = e.reshape(then, sizes.concat(e, [-1, row]))
+    # 3. by key (min: descending), then stably by group: each run's winner comes last. NaNs
+    # (and from opset 18 the updates before the last group) get the key ∓∞: the stable sorts
+    # keep them in update order, before the group's own ∓∞ start, which so wins only where
+    # nothing follows it
     far = e.const(np.asarray(-np.inf if red == "max" else np.inf, dtype=dt.numpy()))
-    by_key_keys = e.op("Where", number, items, far)
+    by_key_keys = e.op("Where", keyed, items, far)
     if row is not None:
         by_key_keys = e.reshape(by_key_keys, sizes.concat(e, [-1, row]))
     _, by_key = sort(by_key_keys, largest=red == "min", any_value=True)
-    group_keys = e.op(
-        "GatherElements",
-        group if row is None else e.reshape(group, sizes.concat(e, [-1, row])),
-        by_key,
-        axis=0 if row is None else 1,
-    )
+    group_keys = e.op("GatherElements", then, by_key, axis=0 if row is None else 1)
     _, by_group = sort(group_keys)
     # (two gathers each: the plugin's GatherElements takes no int64 data to compose the orders)
     wpos = take(e, take(e, spos, by_key, row), by_group, row)

@@ -32,7 +32,7 @@ import onnx_ir as ir
 
 from . import sizes
 from .blockscan import scan_static
-from .blockscan_symbolic import crops
+from .blockscan_symbolic import crops, scan_symbolic
 from .emitter import Emitter
 from .sizes import Size
 
@@ -125,25 +125,22 @@ def prefix_count(
 
     ONNX's CumSum, except where the target's own CumSum is known to be slow for this length
     (``cost_facts["cumsum_native_max_axis"]``: WebGPU's kernel reads the whole prefix for every
-    element, onnxruntime/core/providers/webgpu/math/cumsum.cc); there, when n is static, the
-    blocked Add scan of blockscan.py, no wider than the target binds."""
+    element, onnxruntime/core/providers/webgpu/math/cumsum.cc, so 90,000 items took 5 s on
+    lavapipe); there the blocked Add scan of blockscan.py, no wider than the target binds, and
+    where n is known only at run time its run-time-length form (blockscan_symbolic), since n
+    may be anything up to the scatter's 2^24."""
     from ...targets import get_target
 
     target = get_target(e.ctx.target)
     limit = target.cost_facts.get("cumsum_native_max_axis")
-    if limit is not None and isinstance(n, int) and n > limit:
-        return scan_static(
-            e,
-            flags,
-            [n],
-            0,
-            "Add",
-            False,
-            False,
-            dtype,
-            max_width=e.ctx.options.get("max_io_width"),
-        )
-    return e.op("CumSum", flags, e.i32(0))
+    if limit is None or (isinstance(n, int) and n <= limit):
+        return e.op("CumSum", flags, e.i32(0))
+    width = e.ctx.options.get("max_io_width")
+    if isinstance(n, int):
+        return scan_static(e, flags, [n], 0, "Add", False, False, dtype, width)
+    if flags.shape is None or len(flags.shape) != 1:
+        flags = e.op("Reshape", flags, e.i64([-1]), shape=[None])
+    return scan_symbolic(e, flags, [None], 0, "Add", False, False, dtype, width)[0]
 
 
 def segmented_scan(
