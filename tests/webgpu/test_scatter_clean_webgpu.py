@@ -543,7 +543,9 @@ def test_the_plugins_integer_reductions_are_exact_with_repeated_indices(
         ishape, attrs = [n, 1], {}
     else:
         ishape, attrs = [n, n], {"axis": 0}
-    native = _scatter(op, elem, [n, n], ishape, [n, n], "int", reduction=reduction, **attrs)
+    native = _scatter(
+        op, elem, [n, n], ishape, [n, n], "int", reduction=reduction, **attrs
+    )
     rng = np.random.default_rng(11)
     info = np.iinfo(dtype)
     feeds = {

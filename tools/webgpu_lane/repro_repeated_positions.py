@@ -121,7 +121,9 @@ def integer_reductions(rng) -> bool:
             ishape = (N, N) if op == "ScatterElements" else (N, 1)
             for reduction in ("add", "mul", "max", "min"):
                 feeds = {
-                    "data": rng.integers(info.min, info.max, (N, N), dtype, endpoint=True),
+                    "data": rng.integers(
+                        info.min, info.max, (N, N), dtype, endpoint=True
+                    ),
                     "indices": rng.integers(-N, N, ishape).astype(np.int64),
                     "updates": rng.integers(
                         info.min, info.max, (N, N), dtype, endpoint=True
@@ -134,7 +136,8 @@ def integer_reductions(rng) -> bool:
                         _model(op, elem, reduction=reduction), providers=webgpu
                     )
                 wrong = [
-                    int(np.sum(session.run(None, feeds)[0] != want)) for _ in range(RUNS)
+                    int(np.sum(session.run(None, feeds)[0] != want))
+                    for _ in range(RUNS)
                 ]
                 failed |= any(wrong)
                 print(

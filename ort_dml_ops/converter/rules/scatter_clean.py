@@ -278,7 +278,9 @@ def sorted_max_min(
         last_start = e.op(
             "ScatterElements", nobody, at, start_numbers, axis=0, reduction="max"
         )
-        in_last = e.op("GreaterOrEqual", numbers, e.op("Gather", last_start, at, axis=0))
+        in_last = e.op(
+            "GreaterOrEqual", numbers, e.op("Gather", last_start, at, axis=0)
+        )
         keyed = e.op("And", in_last, number)
         then = sk  # the groups left are the runs: positions
     else:  # no reduction max before opset 18 (a DOMAIN scatter): groups numbered by a count

@@ -500,34 +500,34 @@ def test_integer_mul_takes_the_scan_past_its_limit():
 
 
 ROW_END_CASES = [
-        (
-            "elements",
-            1,
-            300,
-            300,
-            "add",
-        ),  # blocks of 6, then blocks of 50 ends: rows whole
-        (
-            "elements",
-            0,
-            300,
-            300,
-            "add",
-        ),  # the axis moved last (Transposes on DML), as above
-        ("elements", 0, 97, 650, "add"),  # blocks of 5, then of 130 ends
-        ("elements", 1, 300, 300, "mul"),  # float products, blocks of 6 then 50
-        ("elements", 0, 97, 650, "mul"),  # keys grouped, not ascending: the other mask
-        (
-            "elements",
-            1,
-            300,
-            301,
-            "int_mul",
-        ),  # halving: 4, 16, then 301 ends padded to 1,505
-        ("elements", 0, 300, 300, "int_mul"),  # 8, then 75 ends
-        ("nd", None, 300, 300, "add"),  # 300 slices of 300: rows of each slice element
-        ("nd", None, 97, 650, "mul"),
-        ("nd", None, 300, 301, "int_mul"),
+    (
+        "elements",
+        1,
+        300,
+        300,
+        "add",
+    ),  # blocks of 6, then blocks of 50 ends: rows whole
+    (
+        "elements",
+        0,
+        300,
+        300,
+        "add",
+    ),  # the axis moved last (Transposes on DML), as above
+    ("elements", 0, 97, 650, "add"),  # blocks of 5, then of 130 ends
+    ("elements", 1, 300, 300, "mul"),  # float products, blocks of 6 then 50
+    ("elements", 0, 97, 650, "mul"),  # keys grouped, not ascending: the other mask
+    (
+        "elements",
+        1,
+        300,
+        301,
+        "int_mul",
+    ),  # halving: 4, 16, then 301 ends padded to 1,505
+    ("elements", 0, 300, 300, "int_mul"),  # 8, then 75 ends
+    ("nd", None, 300, 300, "add"),  # 300 slices of 300: rows of each slice element
+    ("nd", None, 97, 650, "mul"),
+    ("nd", None, 300, 301, "int_mul"),
 ]
 
 
@@ -1781,13 +1781,18 @@ def test_webgpu_keeps_its_exact_integer_reductions(op, dtype, reduction):
     r = convert(m, "webgpu", strategy="lower", with_inspect=False)
     (node,) = r.report.nodes
     assert node.action == "native"
-    assert [x["code"] for x in node.refusals if x["rule"] == "scatter-sort-scan-unpool"] == [
-        "native-exact"
-    ]
+    assert [
+        x["code"] for x in node.refusals if x["rule"] == "scatter-sort-scan-unpool"
+    ] == ["native-exact"]
     assert [n.op_type for n in r.model.graph.node] == [op]
-    assert convert(m, "dml", strategy="lower", with_inspect=False).report.nodes[0].action == "lowered"
+    assert (
+        convert(m, "dml", strategy="lower", with_inspect=False).report.nodes[0].action
+        == "lowered"
+    )
     as_float = elements_model([8, 3], [5, 3], 0, reduction, np.float32)
     assert (
-        convert(as_float, "webgpu", strategy="lower", with_inspect=False).report.nodes[0].action
+        convert(as_float, "webgpu", strategy="lower", with_inspect=False)
+        .report.nodes[0]
+        .action
         == "lowered"
     )

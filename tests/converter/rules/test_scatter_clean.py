@@ -206,7 +206,9 @@ def test_clean_older_opsets_keep_the_last_duplicate(opset):
 @pytest.mark.parametrize("reduction", ["max", "min"])
 @pytest.mark.parametrize("symbolic", [False, True])
 @pytest.mark.parametrize("opset", [16, 18])
-def test_clean_max_min_count_no_groups_with_the_plugins_cumsum(reduction, symbolic, opset):
+def test_clean_max_min_count_no_groups_with_the_plugins_cumsum(
+    reduction, symbolic, opset
+):
     """The plugin's CumSum reads the whole prefix for every element (O(K²): a 300 × 300 float
     max took 4.4 s on lavapipe, 0.21 s now). From opset 18 the run's last group comes from one
     int32 ScatterElements max of the group starts, with no prefix count at all; before 18 (a
@@ -224,7 +226,9 @@ def test_clean_max_min_count_no_groups_with_the_plugins_cumsum(reduction, symbol
     reference.CopyFrom(m)
     if symbolic:
         for v in (*m.graph.input, *m.graph.output):
-            v.type.tensor_type.shape.dim[0].dim_param = "k" if v.name in ("indices", "updates") else "m"
+            v.type.tensor_type.shape.dim[0].dim_param = (
+                "k" if v.name in ("indices", "updates") else "m"
+            )
     if opset < 18:
         m.graph.node[0].domain = DOMAIN
         del m.opset_import[:]
