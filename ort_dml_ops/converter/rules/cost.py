@@ -77,9 +77,10 @@ WEBGPU_CLEAN_SCATTER_PASSES = {
     "add": (31.9, 47.7),
     "mul": (36.3, 59.4),
     # float max / min: three sorts (scatter_clean.sorted_max_min), the value sort's keys padded
-    # to a power of two (ORT's WebGPU TopK pads with ∓max itself: `_padded_to_power_of_two`)
-    "max": (37.0, 37.0),
-    "min": (37.0, 37.0),
+    # to a power of two (ORT's WebGPU TopK pads with ∓max itself: `_padded_to_power_of_two`),
+    # and each run's last group start by an int32 ScatterElements max
+    "max": (38.3, 40.3),
+    "min": (38.3, 40.3),
 }
 WEBGPU_CLEAN_SCATTER_COPIES = 1
 #: the blocked Mul / Add scans (CumProd, WebGPU's CumSum) at [1000, 1000] float32, every kernel
@@ -138,8 +139,8 @@ WEBGPU_CLEAN_SCATTER_KERNELS = {
     "none_sorted": (11, 14),
     "add": (30, 61),
     "mul": (28, 57),
-    "max": (35, 38),
-    "min": (35, 38),
+    "max": (37, 42),
+    "min": (37, 42),
 }
 
 
