@@ -158,7 +158,7 @@ class ScatterLowering(Rule):
                 "native-exact",
                 f"the {ctx.target} EP's own kernel reduces {data.dtype.name.lower()} exactly "
                 "(an atomic update per element: a wrapped integer sum or product, a max or a "
-                "min, is the same in any order), with no copies: nothing to lower",
+                "min, is the same in any order): a lowering would only add kernels and copies",
             )
         return None
 
