@@ -131,11 +131,20 @@ def last_writes(
     flags and the dummy slot). Positions are < M
     (the graph's guard fails the run otherwise); `pos` and `vals` are 1-D, K items."""
     numbers = sizes.iota(e, K, np.int32)
-    nobody = e.op("Expand", e.const(np.asarray([-1], np.int32)), sizes.concat(e, [M]))
-    winner = e.op("ScatterElements", nobody, pos, numbers, axis=0, reduction="max")
-    # a Gather: the plugin's GatherElements takes float data only
-    won = e.op("Gather", winner, pos, axis=0)
+    won = largest_at_position(e, pos, numbers, M)
     return e.op("ScatterElements", flat, pos, e.take(vals, won), axis=0)
+
+
+def largest_at_position(
+    e: Emitter, pos: ir.Value, numbers: ir.Value, M: Size
+) -> ir.Value:
+    """For each of the K items, the largest of `numbers` (int32, ≥ −1) among the items at its
+    position: one ScatterElements with reduction max into an Expand of −1 (the plugin's int32
+    atomics, exact in any order; opset 18), read back by a Gather (the plugin's GatherElements
+    takes float data only). `pos`: int32 positions < M, 1-D."""
+    nobody = e.op("Expand", e.const(np.asarray([-1], np.int32)), sizes.concat(e, [M]))
+    largest = e.op("ScatterElements", nobody, pos, numbers, axis=0, reduction="max")
+    return e.op("Gather", largest, pos, axis=0)
 
 
 def scatter_clean(
@@ -264,23 +273,16 @@ def sorted_max_min(
     # 2. the run's last group: from its last NaN on, or the whole run. Groups start at each
     # run's first update and at each NaN (the plugin has no IsNaN and no Or: a group goes on
     # where the update is not first and equals itself); the last start of each position is
-    # the largest start number aimed at it, which one int32 ScatterElements max finds (the
-    # plugin's atomics, exact in any order) — where a prefix count of the starts would be a
-    # CumSum, whose WebGPU kernel reads the whole prefix for every item (5 s at 90,000 items)
+    # the largest start number aimed at it (`largest_at_position`) — where a prefix count of
+    # the starts would be a CumSum, whose WebGPU kernel reads the whole prefix for every item
+    # (5 s at 90,000 items)
     number = e.op("Equal", items, items)
     goes_on = e.op("And", same_run, number)
     if e.opset >= 18:
         numbers = sizes.iota(e, K, np.int32)
         start_numbers = e.op("Where", goes_on, e.i32(-1), numbers)
-        nobody = e.op(
-            "Expand", e.const(np.asarray([-1], np.int32)), sizes.concat(e, [M])
-        )
-        last_start = e.op(
-            "ScatterElements", nobody, at, start_numbers, axis=0, reduction="max"
-        )
-        in_last = e.op(
-            "GreaterOrEqual", numbers, e.op("Gather", last_start, at, axis=0)
-        )
+        last_start = largest_at_position(e, at, start_numbers, M)
+        in_last = e.op("GreaterOrEqual", numbers, last_start)
         keyed = e.op("And", in_last, number)
         then = sk  # the groups left are the runs: positions
     else:  # no reduction max before opset 18 (a DOMAIN scatter): groups numbered by a count
