@@ -18,6 +18,7 @@ from ort_dml_ops.bench import webgpu as W
 from ort_dml_ops.conversion import convert
 
 from ..converter.rules._util import run_cpu
+from ..support import np_scatter_elements
 from .conftest import placement, webgpu_session
 
 pytestmark = pytest.mark.webgpu
@@ -553,15 +554,13 @@ def test_the_plugins_integer_reductions_are_exact_with_repeated_indices(
         "indices": rng.integers(-rows, rows, ishape).astype(np.int64),
         "updates": rng.integers(info.min, info.max, (n, n), dtype, endpoint=True),
     }
-    fold = {"add": np.add, "mul": np.multiply, "max": np.maximum, "min": np.minimum}
-    want = feeds["data"].copy()
+    # a ScatterND of row slices writes as a ScatterElements along axis 0 of its indices
+    # repeated across the columns
+    indices = np.broadcast_to(feeds["indices"], (n, n))
     with np.errstate(over="ignore"):
-        if op == "ScatterND":
-            for i, row in enumerate(feeds["indices"][:, 0] % n):
-                want[row] = fold[reduction](want[row], feeds["updates"][i])
-        else:
-            cols = np.broadcast_to(np.arange(n), ishape)
-            fold[reduction].at(want, (feeds["indices"] % n, cols), feeds["updates"])
+        want = np_scatter_elements(
+            feeds["data"], indices, feeds["updates"], 0, reduction
+        )
     np.testing.assert_array_equal(run_cpu(native, feeds)[0], want)
     converted = convert(native, "webgpu", strategy="lower", with_inspect=False).model
     assert [x.op_type for x in converted.graph.node] == [op]
