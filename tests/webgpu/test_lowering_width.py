@@ -67,6 +67,26 @@ def _widest(model: onnx.ModelProto) -> int:
     )
 
 
+def _widest_on_webgpu(model: onnx.ModelProto) -> int:
+    """`_widest` among the nodes `inspect` places on the plugin: a run-time scan's int64 sizes
+    (a Split of its 23 shift widths) run on the CPU EP, which binds no storage buffers."""
+    from ort_dml_ops.inspection import inspect
+
+    on_device = {
+        n.name
+        for n in inspect(model, "webgpu").nodes
+        if n.provider == "WebGpuExecutionProvider"
+    }
+    return max(
+        (
+            max(len(n.input), len(n.output))
+            for n in model.graph.node
+            if n.op_type in ("Split", "Concat") and n.name in on_device
+        ),
+        default=0,
+    )
+
+
 def _reference(op, x, axis, exclusive, reverse):
     f = np.cumprod if op == "CumProd" else np.cumsum
     x64 = x.astype(np.float64)
@@ -212,3 +232,202 @@ def test_symbolic_float_cumprod_runs_its_masked_scan_on_webgpu(flags, webgpu_lan
     assert data and {where[n] for n in data} == {"WebGpuExecutionProvider"}, {
         n: where[n] for n in data if where[n] != "WebGpuExecutionProvider"
     }
+
+
+def _symbolic_cumsum(shape, axis, dtype=T.FLOAT, exclusive=0, reverse=0):
+    """CumSum over `shape` (a name where a dim is known only at run time), opset 14."""
+    node = h.make_node(
+        "CumSum", ["x", "axis"], ["y"], name="op", exclusive=exclusive, reverse=reverse
+    )
+    g = h.make_graph(
+        [node],
+        "g",
+        [h.make_tensor_value_info("x", dtype, shape)],
+        [h.make_tensor_value_info("y", dtype, shape)],
+        [h.make_tensor("axis", T.INT64, [], [axis])],
+    )
+    return h.make_model(g, opset_imports=[h.make_opsetid("", 14)], ir_version=8)
+
+
+def _int32_cumsum(x, axis, exclusive, reverse):
+    """numpy's CumSum in int32, wrapping as ORT's does."""
+    if x.shape[axis] == 0:
+        return x
+    y = np.flip(x, axis) if reverse else x
+    y = np.cumsum(y, axis=axis, dtype=np.int32)
+    if exclusive:
+        y = np.concatenate([np.zeros_like(np.take(y, [0], axis)), y], axis)
+        y = np.take(y, range(x.shape[axis]), axis)
+    return np.flip(y, axis) if reverse else y
+
+
+#: run-time-axis layouts: columns (slices under 16 elements), slices, the doubling scan
+SYMBOLIC_SHAPES = [
+    ([4, "n"], 1, lambda n: [4, n]),
+    (["n", 32], 0, lambda n: [n, 32]),
+    (["b", "n"], -1, lambda n: [3, n]),
+]
+
+
+@pytest.mark.parametrize("flags", [(0, 0), (1, 0), (0, 1), (1, 1)])
+@pytest.mark.parametrize("shape,axis,feed", SYMBOLIC_SHAPES)
+def test_cumsum_along_a_run_time_axis_lowers_to_the_run_time_scan(
+    shape, axis, feed, flags
+):
+    """A CumSum whose axis length the graph leaves open (a sequence or vocabulary known only at
+    run time) takes the run-time-length blocked scan under `lower`: one converted model for
+    every length, empty included, with ORT's CPU EP as the reference on the converted graph.
+    int32 is exact, wrapping as ORT's kernel does; float32 within the bound of any summation
+    order, (n + 1) · 2^-23 · Σ|x|."""
+    import onnxruntime as ort
+
+    exclusive, reverse = flags
+    for dtype, np_type in ((T.INT32, np.int32), (T.FLOAT, np.float32)):
+        model = _symbolic_cumsum(shape, axis, dtype, exclusive, reverse)
+        result = convert(model, "webgpu", strategy="lower")
+        (rep,) = result.report.nodes
+        assert rep.action == "lowered" and "run time" in rep.note, rep.reason
+        onnx.checker.check_model(result.model, full_check=True)
+        assert _widest_on_webgpu(result.model) <= WIDTH
+        converted = ort.InferenceSession(
+            result.model.SerializeToString(), providers=["CPUExecutionProvider"]
+        )
+        original = ort.InferenceSession(
+            model.SerializeToString(), providers=["CPUExecutionProvider"]
+        )
+        rng = np.random.default_rng(3)
+        for n in (0, 1, 2, 7, 64, 65, 257, 4099):
+            dims = feed(n)
+            if np_type is np.int32:  # values over the whole range: the sums wrap
+                x = rng.integers(-(2**31), 2**31, dims, dtype=np.int64).astype(np.int32)
+            else:
+                x = rng.uniform(-1, 1, dims).astype(np.float32)
+            got = converted.run(None, {"x": x})[0]
+            ax = axis % len(dims)
+            if np_type is np.int32:
+                want = _int32_cumsum(x, ax, exclusive, reverse)
+                np.testing.assert_array_equal(got, want)
+                np.testing.assert_array_equal(
+                    original.run(None, {"x": x})[0], want
+                )  # the reference is ORT's own
+                continue
+            want = _reference("CumSum", x, ax, exclusive, reverse) if n else x
+            bound = (n + 1) * 2.0**-23 * (
+                np.abs(want) + np.cumsum(np.abs(x), ax)
+            ) + 1e-7
+            assert got.shape == x.shape and np.all(np.abs(got - want) <= bound), n
+
+
+@pytest.mark.parametrize(
+    ("hint", "action"),
+    [
+        (None, "native"),
+        (16, "native"),
+        (64, "native"),
+        (65, "lowered"),
+        (100000, "lowered"),
+    ],
+)
+def test_auto_weighs_a_run_time_cumsum_axis_at_its_hinted_length(hint, action):
+    """`auto` cannot know a run-time axis length, so it keeps the plugin's kernel; given the
+    length (`convert --input-shape`), it lowers where the kernel's O(n²) prefix reads cost more
+    (the target's cumsum_native_max_axis), and the report's costs are taken at that length."""
+    model = _symbolic_cumsum([4, "n"], 1)
+    hints = None if hint is None else {"x": (4, hint)}
+    result = convert(model, "webgpu", input_shapes=hints)
+    (rep,) = result.report.nodes
+    assert rep.action == action, rep.reason
+    native = rep.cost["native"]
+    if hint is None:
+        assert native["passes"] == 1.0 and "estimate_us" not in native
+    else:
+        assert native["passes"] == max(1.0, hint / 2)
+    if action == "lowered":
+        assert "O(n²)" in rep.reason and f"axis of {hint}" in rep.reason
+        assert rep.cost["lowered"]["kernels"] == 88
+    # the model keeps its declarations: the length stays a run-time one
+    dims = result.model.graph.input[0].type.tensor_type.shape.dim
+    assert [d.dim_param or d.dim_value for d in dims] == [4, "n"]
+
+
+@pytest.mark.parametrize("exclusive", [0, 1])
+@pytest.mark.parametrize(
+    "shape,axis",
+    [
+        ([4, 100], 1),
+        ([4, 1000], 1),
+        ([1, 100000], 1),
+        ([1000, 32], 0),
+        ([17, 5, 4], 0),
+        (["b", 1000], 1),
+        ([1000, "c"], 0),
+        ([4, 65], 1),
+        ([3, 2], 1),
+        ([4, "n"], 1),
+        (["n", 32], 0),
+        (["b", "n"], 1),
+    ],
+)
+def test_the_reported_scan_kernels_are_what_inspect_counts(shape, axis, exclusive):
+    """The lowered CumSum's kernels in the report (cost._webgpu_scan_kernels: counted from the
+    layout where the length is static, measured for the run-time layouts) are the non-view
+    kernels `inspect` places for the graph convert emits, as tools/lowering_budget.py counts."""
+    from ort_dml_ops.bench import budget
+
+    result = convert(
+        _symbolic_cumsum(shape, axis, exclusive=exclusive), "webgpu", strategy="lower"
+    )
+    (rep,) = result.report.nodes
+    placed = budget.count_kernels(result.model, "webgpu")
+    assert placed.copies == 0
+    assert rep.cost["lowered"]["kernels"] == placed.kernels
+
+
+@pytest.mark.webgpu
+@pytest.mark.parametrize("dtype", [T.FLOAT, T.INT32])
+@pytest.mark.parametrize("flags", [(0, 0), (1, 1)])
+@pytest.mark.parametrize("shape,axis,feed", SYMBOLIC_SHAPES)
+def test_run_time_axis_cumsum_runs_on_webgpu_without_copies(
+    shape, axis, feed, flags, dtype, webgpu_lane
+):
+    """On the plugin: the run-time scan's every node that writes the scanned type runs on
+    WebGPU (the sizes, int64, on the CPU as ORT places shape computations), no Memcpy in a run
+    (ORT's profile; the int32 scan cropped its padding with a Slice the plugin lacks, eight
+    copies a run), and the values are numpy's: int32 exact, float32 within the order bound."""
+    from ort_dml_ops.bench import webgpu as W
+
+    exclusive, reverse = flags
+    out = convert(
+        _symbolic_cumsum(shape, axis, dtype, exclusive, reverse),
+        "webgpu",
+        strategy="lower",
+    ).model
+    s = webgpu_session(out)
+    rng = np.random.default_rng(4)
+    for n in (0, 1, 65, 4099):
+        dims = feed(n)
+        ax = axis % len(dims)
+        if dtype == T.INT32:
+            x = rng.integers(-(2**31), 2**31, dims, dtype=np.int64).astype(np.int32)
+            np.testing.assert_array_equal(
+                s.run(None, {"x": x})[0], _int32_cumsum(x, ax, exclusive, reverse)
+            )
+        else:
+            x = rng.uniform(-1, 1, dims).astype(np.float32)
+            got = s.run(None, {"x": x})[0]
+            want = _reference("CumSum", x, ax, exclusive, reverse) if n else x
+            bound = (n + 1) * 2.0**-23 * (
+                np.abs(want) + np.cumsum(np.abs(x), ax)
+            ) + 1e-7
+            assert got.shape == x.shape and np.all(np.abs(got - want) <= bound), n
+    copies, _ = W._copies(out, False, {"x": x})
+    assert copies == 0
+    inferred = onnx.shape_inference.infer_shapes(out)
+    typed = {v.name: v.type.tensor_type.elem_type for v in inferred.graph.value_info}
+    scanned = {n.name for n in out.graph.node if typed.get(n.output[0]) == dtype} | {
+        n.name for n in out.graph.node if n.output[0] == "y"
+    }
+    where = placement(s)
+    assert scanned and {where[n] for n in scanned if n in where} == {
+        "WebGpuExecutionProvider"
+    }, {n: where.get(n) for n in scanned if where.get(n) != "WebGpuExecutionProvider"}

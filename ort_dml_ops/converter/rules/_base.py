@@ -39,7 +39,7 @@ class Refusal:
     carries it) and a `message` for people (the report's reason text)."""
 
     #: kebab-case, stable across releases: rank-unknown, axis-not-constant,
-    #: axis-out-of-range, axis-length-symbolic, dtype-unknown, dtype-unsupported,
+    #: axis-out-of-range, dtype-unknown, dtype-unsupported,
     #: opset-too-old, no-cast-needed, no-runtime-kernel, missing-inputs, ...
     code: str
     message: str

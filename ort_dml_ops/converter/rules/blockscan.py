@@ -302,6 +302,35 @@ def scan_plan(shape: list[int | None], axis: int, max_width: int | None = None) 
     return f"blocks of {', '.join(map(str, levels))}, then a chain of {n}"
 
 
+def scan_kernels(
+    shape: list[int | None], axis: int, exclusive: bool, max_width: int | None = None
+) -> int | None:
+    """The kernels ONNX Runtime runs for scan_static's layout of this axis (Reshapes are views):
+    per level a Split, b − 1 links, b combines (b − 1 exclusive) and a Concat, with a Pad and a
+    Slice where b does not divide the length. The last chain: a Split, its links and a Concat;
+    where it is exclusive (every level below the top) its last link, the total, is unused and
+    ORT drops it, and the Expand of the identity it starts with is folded to a constant where
+    the shape is static (level-1 constant folding). None where scan_static hands over to the
+    run-time layout or the axis length is unknown. Pinned against `inspect` by test_cost."""
+    n = shape[axis]
+    I = known_product(shape[axis + 1 :])
+    if n is None or (known_product(shape[:axis]) is None and I is None):
+        return None
+    if n <= 1:  # Identity (dropped), or an exclusive scan's Expand of the identity
+        return 1 if n == 1 and exclusive and None in shape else 0
+    small_inner = I is not None and I < SMALL_INNER
+    kernels = 0
+    while n > _chain_max(small_inner, max_width):
+        b = _block(n, small_inner, max_width)
+        m = -(-n // b)
+        kernels += 2 + (b - 1) + (b - 1 if exclusive else b) + (2 if m * b != n else 0)
+        n, exclusive = m, True  # the block totals are scanned exclusively
+    if not exclusive:
+        return kernels + 2 + (n - 1)
+    expand = 0 if None not in shape else 1
+    return kernels + 2 + (n - 2) + expand
+
+
 def _chain_max(small_inner: bool, max_width: int | None = None) -> int:
     limit = CHAIN_MAX if small_inner else FLAT_MAX
     return limit if max_width is None else min(limit, max_width)

@@ -138,6 +138,11 @@ def _radix_symbolic(
         with_prefix(e, prefix, within, order, op, exclusive, dtype),
         sizes.view(e, [P, sizes.mul(e, m, b), I]),
     )
+    if e.ctx.target == "webgpu" and crops(e, reverse):
+        # the plugin's Slice has no integer kernels (its recorded table): eight copies a run
+        # for an int32 scan. A Pad of the negated widths crops the padding off instead, one
+        # kernel as the Slice was (and one Neg of the pads on the CPU)
+        return e.op("Pad", y, e.op("Neg", pads), fill, mode="constant", dtype=dtype)
     start = pad if reverse else 0
     return e.op(
         "Slice",

@@ -28,7 +28,7 @@ import math
 import numpy as np
 import onnx_ir as ir
 
-from ._base import attr_str, const_array, static_shape
+from ._base import attr_int, attr_str, const_array, static_shape
 from .scatter_clean import applies, writes_last
 
 #: full-size write passes of the lowered scatter, (static shapes, every dim symbolic), measured
@@ -263,7 +263,7 @@ def node_costs(
     off_device = None  # a scatter's lowering that bounces between the EPs (DML)
     if native:
         passes, note = 1.0, ""
-        axis_len = _cumsum_axis(node)
+        axis_len = _cumsum_axis(node, hints)
         if family == "cumsum" and "cumsum_native_max_axis" in cost_facts and axis_len:
             passes, note = (
                 max(1.0, axis_len / 2),
@@ -297,7 +297,7 @@ def node_costs(
             elif family == "scatter" and target != "cpu":
                 copies, note = 1, note + "; the index guard's flag (one per model)"
             kernels = (
-                _lowered_kernels(node, family, clean, kind)
+                _lowered_kernels(node, family, clean, kind, target)
                 if off_device is None
                 else off_device[0][0 if _static(node) else 1]
             )
@@ -463,11 +463,16 @@ def _dml_off_device(
 
 
 def _lowered_kernels(
-    node: ir.Node, family: str | None, clean: bool, kind: str | None
+    node: ir.Node,
+    family: str | None,
+    clean: bool,
+    kind: str | None,
+    target: str = "dml",
 ) -> int | None:
     """The counted kernels of the node's lowering (SCATTER_KERNELS); CumProd's scan and the
     CumSum casts: counted the same way (18 static; with run-time sizes 30 for float32's masked
-    blocks, 62 for the doubling scan of other types; 3; tools/lowering_budget.py at 300 × 300)."""
+    blocks, 62 for the doubling scan of other types; 3; tools/lowering_budget.py at 300 × 300);
+    WebGPU's blocked CumSum scan: `_webgpu_scan_kernels`."""
     static = _static(node)
     if family == "cumprod":
         from .cumprod_masked import KERNELS as MASKED_BLOCKS
@@ -478,12 +483,44 @@ def _lowered_kernels(
         masked = data is not None and data.dtype == ir.DataType.FLOAT
         return MASKED_BLOCKS if masked else 62
     if family == "cumsum":
-        return 3
+        return 3 if target != "webgpu" else _webgpu_scan_kernels(node)
     if family != "scatter":
         return None
     table = WEBGPU_CLEAN_SCATTER_KERNELS if clean else SCATTER_KERNELS
     pair = table.get(kind or "")
     return None if pair is None else pair[0 if static else 1]
+
+
+#: kernels of WebGPU's CumSum scan along a run-time axis (cumsum_scan.py, scan_symbolic),
+#: counted by `inspect` as tools/lowering_budget.py counts them: the radix levels where the other
+#: dims are static (4 levels of 4 columns where a slice is under 16 elements, else 3 of 8), the
+#: 31-step doubling scan where they are symbolic too. Exclusive: one fewer in the radix levels
+#: (the last link of a chain is unused), one more in the doubling scan (its final shift).
+WEBGPU_SYMBOLIC_SCAN_KERNELS = {"columns": 88, "slices": 100, "doubling": 62}
+
+
+def _webgpu_scan_kernels(node: ir.Node) -> int | None:
+    """The kernels of the blocked CumSum scan (cumsum_scan.py) for this node: counted from the
+    layout where the axis length is static (blockscan.scan_kernels), the measured figure of the
+    run-time layout where it is not; None where the axis or the rank is unknown."""
+    from ...targets import get_target
+    from .blockscan import SMALL_INNER, known_product, scan_kernels
+
+    x = node.inputs[0] if node.inputs else None
+    axis_value = const_array(node.inputs[1]) if len(node.inputs) > 1 else None
+    shape = static_shape(x) if x is not None else None
+    if shape is None or axis_value is None or not shape:
+        return None
+    axis = int(axis_value.reshape(-1)[0]) % len(shape)
+    exclusive = attr_int(node, "exclusive") == 1
+    if shape[axis] is not None:
+        return scan_kernels(shape, axis, exclusive, get_target("webgpu").max_io_width)
+    others = shape[:axis] + shape[axis + 1 :]
+    if any(d is None or d == 0 for d in others):
+        return WEBGPU_SYMBOLIC_SCAN_KERNELS["doubling"] + (1 if exclusive else 0)
+    inner = known_product(shape[axis + 1 :])
+    layout = "columns" if inner is not None and inner < SMALL_INNER else "slices"
+    return WEBGPU_SYMBOLIC_SCAN_KERNELS[layout] - (1 if exclusive else 0)
 
 
 #: element types the WebGPU plugin keeps on the CPU EP: int64 and float64 have a few shape and
@@ -536,13 +573,15 @@ def native_costlier(node: ir.Node, ctx) -> str | None:
     """Why the target's native kernel is the costlier choice (a measured cost fact), or None.
 
     WebGPU CumSum: above `cumsum_native_max_axis` (the measured crossover, docs/webgpu.md) the
-    blocked scan beats the kernel that reads the whole prefix for every element."""
+    blocked scan beats the kernel that reads the whole prefix for every element. An axis the
+    graph leaves symbolic counts at its hinted length (`convert --input-shape`); without a
+    hint the length is unknown and the native kernel stays."""
     from ...targets import get_target
 
     limit = get_target(ctx.target).cost_facts.get("cumsum_native_max_axis")
     if limit is None or _family(node) != "cumsum":
         return None
-    n = _cumsum_axis(node)
+    n = _cumsum_axis(node, ctx.options.get("size_hints"))
     if n is None or n <= limit:
         return None
     return (
@@ -624,16 +663,25 @@ def _reduction(node: ir.Node) -> str:
     return red
 
 
-def _cumsum_axis(node: ir.Node) -> int | None:
+def _cumsum_axis(
+    node: ir.Node, hints: dict[str, tuple[int, ...]] | None = None
+) -> int | None:
+    """A scan's axis length: static, else its hinted length (`hints`: value name → dims, from
+    `convert --input-shape`), else None."""
     if len(node.inputs) < 2 or node.inputs[1] is None or node.inputs[0] is None:
         return None
-    shape, axis = static_shape(node.inputs[0]), const_array(node.inputs[1])
+    x = node.inputs[0]
+    shape, axis = static_shape(x), const_array(node.inputs[1])
     if shape is None or axis is None:
         return None
     a = int(axis.reshape(-1)[0])
     if not -len(shape) <= a < len(shape):
         return None
-    return shape[a % len(shape)]
+    n = shape[a % len(shape)]
+    hinted = (hints or {}).get(x.name or "")
+    if n is None and hinted is not None and len(hinted) == len(shape):
+        n = hinted[a % len(shape)]
+    return n
 
 
 def _bytes(

@@ -7,7 +7,11 @@ an axis length of 1000. The blocked scan of blockscan.py with Add does O(1) full
 and log_w(n) levels (w = the target's Split/Concat width, 8 on WebGPU).
 
 `auto` uses this rule on WebGPU only where the axis is longer than the target's
-``cost_facts["cumsum_native_max_axis"]`` (converter/pipeline.py); `lower` uses it everywhere it applies.
+``cost_facts["cumsum_native_max_axis"]`` (cost.native_costlier): its static length, or where the
+graph leaves it symbolic, the length hinted with `convert --input-shape`; `lower` uses it
+everywhere it applies. A symbolic axis takes the run-time-length form of the scan
+(blockscan_symbolic.scan_symbolic): the same radix levels with block counts computed at run
+time, so the converted model still takes every length the original did.
 Integers are exact (wrapping addition is associative). Floats are summed in another order than
 the sequential loop: the result differs by rounding only, within the bound of any summation
 order, (n-1)·2^-24·Σ|x| for float32 (n = axis length) — the report says so.
@@ -28,6 +32,7 @@ from ._base import (
     static_shape,
 )
 from .blockscan import scan_plan, scan_static
+from .blockscan_symbolic import scan_symbolic
 from .emitter import Emitter
 
 #: element types the WebGPU EP runs Add, Split and Concat for (recorded table, webgpu_0.4.0.json)
@@ -68,8 +73,6 @@ class CumSumScan(Rule):
                 "axis-out-of-range",
                 f"axis {axis} is out of range for rank {len(shape)}",
             )
-        if shape[axis % len(shape)] is None:
-            return Refusal("axis-length-symbolic", "the axis length is symbolic")
         return None
 
     def rewrite(self, node: ir.Node, ctx: RewriteContext) -> Rewrite:
@@ -81,18 +84,22 @@ class CumSumScan(Rule):
         axis = int(axis_value.reshape(-1)[0]) % len(shape)
         width = ctx.options.get("max_io_width")
         e = Emitter(ctx, node.name or "CumSum")
-        y = scan_static(
-            e,
-            x,
-            shape,
-            axis,
-            "Add",
+        exclusive, reverse = (
             bool(attr_int(node, "exclusive")),
             bool(attr_int(node, "reverse")),
-            x.dtype,
-            max_width=width,
         )
-        note = f"axis length {shape[axis]}: {scan_plan(shape, axis, max_width=width)}"
+        if shape[axis] is None:
+            y, note = scan_symbolic(
+                e, x, shape, axis, "Add", exclusive, reverse, x.dtype, width
+            )
+            note = f"axis length known at run time: {note}"
+        else:
+            y = scan_static(
+                e, x, shape, axis, "Add", exclusive, reverse, x.dtype, max_width=width
+            )
+            note = (
+                f"axis length {shape[axis]}: {scan_plan(shape, axis, max_width=width)}"
+            )
         if x.dtype in (ir.DataType.FLOAT, ir.DataType.FLOAT16):
             note += "; float sums in blocked order: differs from the sequential sum by rounding, within (n-1)·eps·Σ|x|"
         return e.done([y], note)
