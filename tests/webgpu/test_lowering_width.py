@@ -431,3 +431,41 @@ def test_run_time_axis_cumsum_runs_on_webgpu_without_copies(
     assert scanned and {where[n] for n in scanned if n in where} == {
         "WebGpuExecutionProvider"
     }, {n: where.get(n) for n in scanned if where.get(n) != "WebGpuExecutionProvider"}
+
+
+#: every layout of the WebGPU scan: static blocks of columns and of slices, and the run-time ones
+ZERO_CASES = [
+    ([3, 1000], 1, [3, 1000]),
+    ([1000, 32], 0, [1000, 32]),
+    ([4, "n"], 1, [4, 700]),
+    (["n", 32], 0, [700, 32]),
+    (["b", "n"], 1, [3, 700]),
+]
+
+
+@pytest.mark.parametrize("flags", [(0, 0), (1, 0), (0, 1), (1, 1)])
+@pytest.mark.parametrize("shape,axis,dims", ZERO_CASES)
+def test_the_scan_keeps_the_cpu_kernels_signed_zeros(shape, axis, dims, flags):
+    """Summands whose every partial sum is exact (0, ±0.5, ±1 and −0.0 runs), so any order gives
+    ORT's values and only the zeros' signs can differ: the lowered CumSum equals ORT's CPU
+    kernel bit for bit. A prefix of −0.0 alone sums to −0.0 (cumsum.cc adds to the first
+    element), an exclusive scan never gives −0.0 (it sums from +0.0); the scan's +0.0
+    identity got both wrong (1,000 of 3,000 elements at [3, 1000])."""
+    import onnxruntime as ort
+
+    exclusive, reverse = flags
+    model = _symbolic_cumsum(shape, axis, T.FLOAT, exclusive, reverse)
+    low = convert(model, "webgpu", strategy="lower").model
+    rng = np.random.default_rng(5)
+    x = rng.choice(np.array([-0.0, 0.0, 0.5, -0.5, 1.0, -1.0], np.float32), dims)
+    x[0] = -0.0  # a line of −0.0 alone
+    x.reshape(-1)[: dims[-1] // 3] = -0.0  # and a long −0.0 prefix
+    want = ort.InferenceSession(
+        model.SerializeToString(), providers=["CPUExecutionProvider"]
+    ).run(None, {"x": x})[0]
+    got = ort.InferenceSession(
+        low.SerializeToString(), providers=["CPUExecutionProvider"]
+    ).run(None, {"x": x})[0]
+    negative_zeros = (want == 0) & np.signbit(want)
+    assert negative_zeros.any() != bool(exclusive)
+    np.testing.assert_array_equal(got.view(np.int32), want.view(np.int32))

@@ -62,11 +62,24 @@ def block_size(n: int) -> tuple[int, int]:
     return -(-n // b), b
 
 
+#: element types whose zero has a sign
+FLOATS = (
+    ir.DataType.FLOAT,
+    ir.DataType.FLOAT16,
+    ir.DataType.DOUBLE,
+    ir.DataType.BFLOAT16,
+)
+
+
 def op_identity(op: str, dtype: ir.DataType):
+    """The value that changes nothing the op combines it with. For a float sum that is −0.0,
+    not +0.0: x + (−0.0) is x for every x, −0.0 included, where +0.0 + (−0.0) is +0.0. ORT's
+    CPU CumSum keeps −0.0 where every summand is −0.0 (cumsum.cc adds each element to the sum
+    so far, starting from the first); a scan padded with +0.0 turned those into +0.0."""
     if op == "Mul":
         return 1
     if op == "Add":
-        return 0
+        return -0.0 if dtype in FLOATS else 0
     raise ValueError(op)
 
 

@@ -504,7 +504,7 @@ def _webgpu_scan_kernels(node: ir.Node) -> int | None:
     layout where the axis length is static (blockscan.scan_kernels), the measured figure of the
     run-time layout where it is not; None where the axis or the rank is unknown."""
     from ...targets import get_target
-    from .blockscan import SMALL_INNER, known_product, scan_kernels
+    from .blockscan import FLOATS, SMALL_INNER, known_product, scan_kernels
 
     x = node.inputs[0] if node.inputs else None
     axis_value = const_array(node.inputs[1]) if len(node.inputs) > 1 else None
@@ -513,14 +513,23 @@ def _webgpu_scan_kernels(node: ir.Node) -> int | None:
         return None
     axis = int(axis_value.reshape(-1)[0]) % len(shape)
     exclusive = attr_int(node, "exclusive") == 1
+    # an exclusive float scan adds +0.0 last (cumsum_scan.py: ORT's signed zeros)
+    plus_zero = 1 if exclusive and x is not None and x.dtype in FLOATS else 0
     if shape[axis] is not None:
-        return scan_kernels(shape, axis, exclusive, get_target("webgpu").max_io_width)
+        counted = scan_kernels(
+            shape, axis, exclusive, get_target("webgpu").max_io_width
+        )
+        return None if counted is None else counted + plus_zero
     others = shape[:axis] + shape[axis + 1 :]
     if any(d is None or d == 0 for d in others):
-        return WEBGPU_SYMBOLIC_SCAN_KERNELS["doubling"] + (1 if exclusive else 0)
+        return (
+            WEBGPU_SYMBOLIC_SCAN_KERNELS["doubling"]
+            + (1 if exclusive else 0)
+            + plus_zero
+        )
     inner = known_product(shape[axis + 1 :])
     layout = "columns" if inner is not None and inner < SMALL_INNER else "slices"
-    return WEBGPU_SYMBOLIC_SCAN_KERNELS[layout] - (1 if exclusive else 0)
+    return WEBGPU_SYMBOLIC_SCAN_KERNELS[layout] - (1 if exclusive else 0) + plus_zero
 
 
 #: element types the WebGPU plugin keeps on the CPU EP: int64 and float64 have a few shape and

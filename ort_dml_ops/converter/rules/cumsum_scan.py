@@ -14,7 +14,10 @@ everywhere it applies. A symbolic axis takes the run-time-length form of the sca
 time, so the converted model still takes every length the original did.
 Integers are exact (wrapping addition is associative). Floats are summed in another order than
 the sequential loop: the result differs by rounding only, within the bound of any summation
-order, (n-1)·2^-24·Σ|x| for float32 (n = axis length) — the report says so.
+order, (n-1)·2^-24·Σ|x| for float32 (n = axis length) — the report says so. Signed zeros are
+ORT's CPU kernel's: its identity is −0.0 (blockscan.op_identity), so a prefix of −0.0 alone
+sums to −0.0 as cumsum.cc's does, and an exclusive scan adds +0.0 last, as cumsum.cc starts
+from it. (The plugin's own kernel starts every sum from +0.0, so it differs there: measured.)
 """
 
 from __future__ import annotations
@@ -31,7 +34,7 @@ from ._base import (
     const_array,
     static_shape,
 )
-from .blockscan import scan_plan, scan_static
+from .blockscan import FLOATS, scan_plan, scan_static
 from .blockscan_symbolic import scan_symbolic
 from .emitter import Emitter
 
@@ -100,6 +103,10 @@ class CumSumScan(Rule):
             note = (
                 f"axis length {shape[axis]}: {scan_plan(shape, axis, max_width=width)}"
             )
-        if x.dtype in (ir.DataType.FLOAT, ir.DataType.FLOAT16):
+        if x.dtype in FLOATS:
             note += "; float sums in blocked order: differs from the sequential sum by rounding, within (n-1)·eps·Σ|x|"
+            if exclusive:
+                # ORT's exclusive CumSum sums from +0.0 (cumsum.cc), so no output of it is −0.0;
+                # the scan's identity is −0.0 (blockscan.op_identity), so its first item would be
+                y = e.op("Add", y, e.scalar(0.0, x.dtype), dtype=x.dtype)
         return e.done([y], note)
