@@ -344,7 +344,8 @@ def test_auto_weighs_a_run_time_cumsum_axis_at_its_hinted_length(hint, action):
         assert native["passes"] == max(1.0, hint / 2)
     if action == "lowered":
         assert "O(n²)" in rep.reason and f"axis of {hint}" in rep.reason
-        assert rep.cost["lowered"]["kernels"] == 88
+        assert "cumsum-masked-blocks" in rep.reason  # float32: the masked sums first
+        assert rep.cost["lowered"]["kernels"] == 30
     # the model keeps its declarations: the length stays a run-time one
     dims = result.model.graph.input[0].type.tensor_type.shape.dim
     assert [d.dim_param or d.dim_value for d in dims] == [4, "n"]
@@ -391,7 +392,8 @@ def test_run_time_axis_cumsum_runs_on_webgpu_without_copies(
     shape, axis, feed, flags, dtype, webgpu_lane
 ):
     """On the plugin: the run-time scan's every node that writes the scanned type runs on
-    WebGPU (the sizes, int64, on the CPU as ORT places shape computations), no Memcpy in a run
+    WebGPU (the sizes, int64 and a 0-d float32, on the CPU as ORT places shape computations;
+    float32 takes the masked sums, int32 the blocked scan), no Memcpy in a run
     (ORT's profile; the int32 scan cropped its padding with a Slice the plugin lacks, eight
     copies a run), and the values are numpy's: int32 exact, float32 within the order bound."""
     from ort_dml_ops.bench import webgpu as W
@@ -423,10 +425,17 @@ def test_run_time_axis_cumsum_runs_on_webgpu_without_copies(
     copies, _ = W._copies(out, False, {"x": x})
     assert copies == 0
     inferred = onnx.shape_inference.infer_shapes(out)
-    typed = {v.name: v.type.tensor_type.elem_type for v in inferred.graph.value_info}
-    scanned = {n.name for n in out.graph.node if typed.get(n.output[0]) == dtype} | {
-        n.name for n in out.graph.node if n.output[0] == "y"
-    }
+    typed = {v.name: v.type.tensor_type for v in inferred.graph.value_info}
+    scanned = (
+        {  # 0-d values are sizes (the masked sums' Range bound), placed as ORT places them
+            n.name
+            for n in out.graph.node
+            if n.output[0] in typed
+            and typed[n.output[0]].elem_type == dtype
+            and len(typed[n.output[0]].shape.dim) > 0
+        }
+        | {n.name for n in out.graph.node if n.output[0] == "y"}
+    )
     where = placement(s)
     assert scanned and {where[n] for n in scanned if n in where} == {
         "WebGpuExecutionProvider"
@@ -443,29 +452,95 @@ ZERO_CASES = [
 ]
 
 
+def _zeros_feed(dims):
+    """Summands whose every partial sum is exact (0, ±0.5, ±1 and −0.0 runs): any order gives
+    the same values, and only the zeros' signs can differ. A line of −0.0 alone, and a long
+    −0.0 prefix."""
+    rng = np.random.default_rng(5)
+    x = rng.choice(np.array([-0.0, 0.0, 0.5, -0.5, 1.0, -1.0], np.float32), dims)
+    x[0] = -0.0
+    x.reshape(-1)[: dims[-1] // 3] = -0.0
+    return x
+
+
 @pytest.mark.parametrize("flags", [(0, 0), (1, 0), (0, 1), (1, 1)])
 @pytest.mark.parametrize("shape,axis,dims", ZERO_CASES)
-def test_the_scan_keeps_the_cpu_kernels_signed_zeros(shape, axis, dims, flags):
-    """Summands whose every partial sum is exact (0, ±0.5, ±1 and −0.0 runs), so any order gives
-    ORT's values and only the zeros' signs can differ: the lowered CumSum equals ORT's CPU
-    kernel bit for bit. A prefix of −0.0 alone sums to −0.0 (cumsum.cc adds to the first
-    element), an exclusive scan never gives −0.0 (it sums from +0.0); the scan's +0.0
-    identity got both wrong (1,000 of 3,000 elements at [3, 1000])."""
+@pytest.mark.parametrize("dtype", [T.FLOAT, T.FLOAT16])
+def test_the_scan_keeps_the_cpu_kernels_signed_zeros(shape, axis, dims, flags, dtype):
+    """The blocked scan (cumsum_scan.py: every static layout, and the run-time ones for types
+    other than float32) equals ORT's CPU kernel bit for bit on exact summands: a prefix of
+    −0.0 alone sums to −0.0 (cumsum.cc adds to the first element), an exclusive scan never
+    gives −0.0 (it sums from +0.0). Its +0.0 identity got both wrong (1,000 of 3,000
+    elements at [3, 1000]). float32 along a run-time axis takes the masked blocks: below."""
     import onnxruntime as ort
+
+    exclusive, reverse = flags
+    model = _symbolic_cumsum(shape, axis, dtype, exclusive, reverse)
+    result = convert(model, "webgpu", strategy="lower")
+    masked = "cumsum-masked-blocks" in result.report.nodes[0].reason
+    assert masked == (dtype == T.FLOAT and None in static_dims(shape))
+    if masked:
+        return
+    x = _zeros_feed(dims).astype(np.float16 if dtype == T.FLOAT16 else np.float32)
+    want = ort.InferenceSession(
+        model.SerializeToString(), providers=["CPUExecutionProvider"]
+    ).run(None, {"x": x})[0]
+    got = ort.InferenceSession(
+        result.model.SerializeToString(), providers=["CPUExecutionProvider"]
+    ).run(None, {"x": x})[0]
+    negative_zeros = (want == 0) & np.signbit(want)
+    assert negative_zeros.any() != bool(exclusive)
+    np.testing.assert_array_equal(got.view(np.uint8), want.view(np.uint8))
+
+
+def static_dims(shape):
+    return [d if isinstance(d, int) else None for d in shape]
+
+
+@pytest.mark.parametrize("flags", [(0, 0), (1, 0), (0, 1), (1, 1)])
+@pytest.mark.parametrize("shape,axis,dims", ZERO_CASES[2:])
+def test_masked_sums_give_zeros_as_the_plugins_kernel(shape, axis, dims, flags):
+    """float32 along a run-time axis: the masked sums (cumsum_masked.py), 30 kernels, equal ORT's
+    CPU kernel bit for bit on exact summands except that no output is −0.0 — as the WebGPU
+    plugin's own CumSum, which sums from +0.0 (its run below); ORT's CPU Where gives a −0.0 of
+    its true branch as +0.0, so the blocks cannot mask with −0.0 (masked_scan.SUM)."""
+    import onnxruntime as ort
+
+    from ort_dml_ops.bench import budget
 
     exclusive, reverse = flags
     model = _symbolic_cumsum(shape, axis, T.FLOAT, exclusive, reverse)
     low = convert(model, "webgpu", strategy="lower").model
-    rng = np.random.default_rng(5)
-    x = rng.choice(np.array([-0.0, 0.0, 0.5, -0.5, 1.0, -1.0], np.float32), dims)
-    x[0] = -0.0  # a line of −0.0 alone
-    x.reshape(-1)[: dims[-1] // 3] = -0.0  # and a long −0.0 prefix
+    assert budget.count_kernels(low, "webgpu").kernels == 30
+    x = _zeros_feed(dims)
     want = ort.InferenceSession(
         model.SerializeToString(), providers=["CPUExecutionProvider"]
     ).run(None, {"x": x})[0]
     got = ort.InferenceSession(
         low.SerializeToString(), providers=["CPUExecutionProvider"]
     ).run(None, {"x": x})[0]
-    negative_zeros = (want == 0) & np.signbit(want)
-    assert negative_zeros.any() != bool(exclusive)
-    np.testing.assert_array_equal(got.view(np.int32), want.view(np.int32))
+    assert not ((got == 0) & np.signbit(got)).any()
+    plus_zeros = want + np.float32(0.0)  # −0.0 + 0.0 is +0.0; any other value unchanged
+    np.testing.assert_array_equal(got.view(np.int32), plus_zeros.view(np.int32))
+
+
+@pytest.mark.webgpu
+@pytest.mark.parametrize("flags", [(0, 0), (1, 1)])
+def test_the_plugins_cumsum_sums_from_plus_zero(flags, webgpu_lane):
+    """The premise of the masked sums' zeros, measured: the plugin's own CumSum gives +0.0 where
+    ORT's CPU kernel gives −0.0 (a prefix of −0.0 alone), and the masked sums equal the
+    plugin's kernel bit for bit on exact summands."""
+    import onnxruntime as ort
+
+    exclusive, reverse = flags
+    model = _symbolic_cumsum([4, "n"], 1, T.FLOAT, exclusive, reverse)
+    x = _zeros_feed([4, 700])
+    native = webgpu_session(model).run(None, {"x": x})[0]
+    cpu = ort.InferenceSession(
+        model.SerializeToString(), providers=["CPUExecutionProvider"]
+    ).run(None, {"x": x})[0]
+    low = convert(model, "webgpu", strategy="lower").model
+    masked = webgpu_session(low).run(None, {"x": x})[0]
+    assert not ((native == 0) & np.signbit(native)).any()
+    assert ((cpu == 0) & np.signbit(cpu)).any() != bool(exclusive)
+    np.testing.assert_array_equal(masked.view(np.int32), native.view(np.int32))

@@ -13,6 +13,7 @@ from .cumprod import CumProdLowering
 from .cumprod_masked import CumProdMaskedBlocks
 from .cumprod_native import CumProdToOnnx
 from .cumsum_cast import CumSumCast
+from .cumsum_masked import CumSumMaskedBlocks
 from .cumsum_scan import CumSumScan
 from .emitter import Emitter
 from .narrow import NarrowToInt32
@@ -37,6 +38,7 @@ RULES: tuple[Rule, ...] = (
     CumProdLowering(),
     CumSumCast(),
     NarrowToInt32(),
+    CumSumMaskedBlocks(),
     CumSumScan(),
     ScatterLowering(),
 )

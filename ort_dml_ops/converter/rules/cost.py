@@ -500,11 +500,14 @@ WEBGPU_SYMBOLIC_SCAN_KERNELS = {"columns": 88, "slices": 100, "doubling": 62}
 
 
 def _webgpu_scan_kernels(node: ir.Node) -> int | None:
-    """The kernels of the blocked CumSum scan (cumsum_scan.py) for this node: counted from the
-    layout where the axis length is static (blockscan.scan_kernels), the measured figure of the
-    run-time layout where it is not; None where the axis or the rank is unknown."""
+    """The kernels of WebGPU's CumSum lowering for this node: the blocked scan (cumsum_scan.py)
+    counted from its layout where the axis length is static (blockscan.scan_kernels); along a
+    run-time axis the masked blocks' 30 for float32 (cumsum_masked.py, the same count as
+    CumProd's), else the measured figure of the run-time layout; None where the axis or the
+    rank is unknown."""
     from ...targets import get_target
     from .blockscan import FLOATS, SMALL_INNER, known_product, scan_kernels
+    from .cumprod_masked import KERNELS as MASKED_BLOCKS
 
     x = node.inputs[0] if node.inputs else None
     axis_value = const_array(node.inputs[1]) if len(node.inputs) > 1 else None
@@ -520,6 +523,8 @@ def _webgpu_scan_kernels(node: ir.Node) -> int | None:
             shape, axis, exclusive, get_target("webgpu").max_io_width
         )
         return None if counted is None else counted + plus_zero
+    if x is not None and x.dtype == ir.DataType.FLOAT:  # cumsum_masked.py, tried first
+        return MASKED_BLOCKS
     others = shape[:axis] + shape[axis + 1 :]
     if any(d is None or d == 0 for d in others):
         return (

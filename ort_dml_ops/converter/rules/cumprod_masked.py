@@ -20,7 +20,8 @@ from .emitter import Emitter
 from .masked_scan import WIDTHS, scan_masked_product
 
 #: non-view kernels of the lowering on the DML EP and the WebGPU plugin, whatever the shape
-#: (tools/lowering_budget.py; cost.py weighs it, tests/converter/rules/test_cumprod.py counts it)
+#: (tools/lowering_budget.py; cost.py weighs it, tests/converter/rules/test_cumprod.py counts it);
+#: the masked sums of cumsum_masked.py take as many (tests/webgpu/test_lowering_width.py)
 KERNELS = 30
 
 

@@ -37,6 +37,8 @@ ReduceProd, and it saturates integer products where the scan wraps.
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 import onnx_ir as ir
 
@@ -49,10 +51,45 @@ from .sizes import Size
 WIDTHS = (8, 64, 64, 64)
 
 
+class Fold(NamedTuple):
+    """What the blocks fold with: the reduction of a block, the op that applies the carry, and
+    its identity, which the pads and the masked-off items hold."""
+
+    reduce: str
+    combine: str
+    identity: float
+
+
+#: CumProd: 1.0 (x · 1.0 == x bit for bit, the sign of a zero included)
+PRODUCT = Fold("ReduceProd", "Mul", 1.0)
+#: CumSum: +0.0. The identity of IEEE addition is −0.0, but the masked-off items come from
+#: Where's true branch, which ORT's CPU EP gives as +0.0 for a −0.0 (measured, 1.31), so
+#: +0.0 it is, on every EP alike. Every output then sums at least one +0.0 pad item (the top
+#: level's pad is in the first block, whose total every later block's carry holds), so no
+#: output is −0.0: the signed zeros of the WebGPU plugin's own CumSum, which sums from +0.0
+#: (measured, tests/webgpu/test_lowering_width.py), where ORT's CPU kernel keeps −0.0 for a
+#: prefix of −0.0 alone.
+SUM = Fold("ReduceSum", "Add", 0.0)
+
+
 def scan_masked_product(
     e: Emitter, x: ir.Value, axis: int, rank: int, exclusive: bool, reverse: bool
 ) -> ir.Value:
     """CumProd of the float32 x along `axis`, any dim known only at run time (0 included)."""
+    return scan_masked(e, x, axis, rank, exclusive, reverse, PRODUCT)
+
+
+def scan_masked(
+    e: Emitter,
+    x: ir.Value,
+    axis: int,
+    rank: int,
+    exclusive: bool,
+    reverse: bool,
+    fold: Fold,
+) -> ir.Value:
+    """The scan of the float32 x along `axis` by `fold` (PRODUCT: CumProd; SUM: CumSum), any dim
+    known only at run time (0 included)."""
     dims = sizes.dims(e, x)
     safe = [sizes.maximum(e, d, 1) for d in dims]
     n = dims[axis]
@@ -63,14 +100,20 @@ def scan_masked_product(
     after[axis] = sizes.sub(e, length, n)
     if not reverse:
         before[axis], after[axis] = after[axis], 0
-    padded = e.op("Pad", x, sizes.concat(e, before + after), _one(e), mode="constant")
+    padded = e.op(
+        "Pad",
+        x,
+        sizes.concat(e, before + after),
+        _scalar(e, fold.identity),
+        mode="constant",
+    )
     inner = sizes.product(e, safe[axis + 1 :])
     # one view each way, the block count / length inferred (-1), a lone dim before the axis
     # copied (0: it is dim 0 of both tensors): a constant target where the other dims allow,
     # and never a Reshape of a Reshape
     before_axis: list[Size] = [0] if axis == 1 else list(safe[:axis])
     top = _view(e, padded, [sizes.product(e, before_axis), -1, WIDTHS[0], inner])
-    y = _level(e, top, blocks, reverse, WIDTHS)
+    y = _level(e, top, blocks, reverse, WIDTHS, fold)
     whole = _view(e, y, [*before_axis, -1, *safe[axis + 1 :]])
     # the scan of item i sits at i + the front pad; one item towards the pad for `exclusive`
     start: Size = sizes.sub(e, length, n) if not reverse else 0
@@ -105,23 +148,33 @@ def _floor_div(e: Emitter, a: Size, b: int) -> Size:
 
 
 def _level(
-    e: Emitter, v: ir.Value, blocks: Size, reverse: bool, widths: tuple[int, ...]
+    e: Emitter,
+    v: ir.Value,
+    blocks: Size,
+    reverse: bool,
+    widths: tuple[int, ...],
+    fold: Fold,
 ) -> ir.Value:
     """The inclusive scan of v ([P, blocks, width, I]: whole blocks of widths[0], the pad on
     the carry side), in that shape. Every view below keeps P and I by Reshape's 0 (copy that
     dim) and infers the block count: constant targets, no shape computed at run time."""
     width = widths[0]
     after = e.const(_after(width, reverse)[:, :, None])  # [target, source, 1]
-    picked = e.op("Where", after, _one(e), e.unsqueeze(v, [2]))
-    within = _reduce_prod(e, picked, axis=3, keep=False)  # [P, blocks, width, I]
+    picked = e.op("Where", after, _scalar(e, fold.identity), e.unsqueeze(v, [2]))
+    within = _reduce(e, fold, picked, axis=3, keep=False)  # [P, blocks, width, I]
     edge = 0 if reverse else width - 1
     totals = e.slice(within, [edge], [edge + 1], [2])  # [P, blocks, 1, I]
-    carry = _carry(e, totals, blocks, reverse, widths[1:])  # [P, blocks, 1, I]
-    return e.op("Mul", within, carry)
+    carry = _carry(e, totals, blocks, reverse, widths[1:], fold)  # [P, blocks, 1, I]
+    return e.op(fold.combine, within, carry)
 
 
 def _carry(
-    e: Emitter, totals: ir.Value, count: Size, reverse: bool, widths: tuple[int, ...]
+    e: Emitter,
+    totals: ir.Value,
+    count: Size,
+    reverse: bool,
+    widths: tuple[int, ...],
+    fold: Fold,
 ) -> ir.Value:
     """For each of the `count` block totals ([P, count, 1, I]), the product of those before
     it (after it, reversed): their scan, padded with the identity, read one item towards the
@@ -129,13 +182,15 @@ def _carry(
     if widths:
         blocks, length = _blocks(e, count, widths[0])
         padded = _pad_axis1(
-            e, totals, sizes.sub(e, length, count), reverse
+            e, totals, sizes.sub(e, length, count), reverse, fold
         )  # [P, L, 1, I]
         blocked = e.reshape(padded, [0, -1, widths[0], 0])
-        scan = _level(e, blocked, blocks, reverse, widths)
+        scan = _level(e, blocked, blocks, reverse, widths, fold)
         scan = e.reshape(scan, [0, -1, 1, 0])
     else:  # the last level: one block of count + 1 items, its mask built at run time
-        scan = _last_level(e, _pad_axis1(e, totals, 1, reverse), count, reverse)
+        scan = _last_level(
+            e, _pad_axis1(e, totals, 1, reverse, fold), count, reverse, fold
+        )
     # forward: the count items before the last (the scan's pad is at its start, so the item
     # before the first real one is the identity), counted from the end: one size, not two
     start, end = (
@@ -151,7 +206,9 @@ def _carry(
     )
 
 
-def _last_level(e: Emitter, v: ir.Value, count: Size, reverse: bool) -> ir.Value:
+def _last_level(
+    e: Emitter, v: ir.Value, count: Size, reverse: bool, fold: Fold
+) -> ir.Value:
     """The inclusive scan of v ([P, count + 1, 1, I]) as one block, as [P, count + 1, 1, I]:
     the mask from a float32 Range (exact: count + 1 ≤ 2^10 + 1), True where source j comes
     after target i (before it, reversed)."""
@@ -164,15 +221,21 @@ def _last_level(e: Emitter, v: ir.Value, count: Size, reverse: bool) -> ir.Value
     source = e.reshape(r, [1, -1, 1])
     target = e.reshape(r, [-1, 1, 1])
     after = e.op("Less" if reverse else "Greater", source, target)
-    picked = e.op("Where", after, _one(e), e.reshape(v, [0, 1, -1, 0]))
-    return _reduce_prod(e, picked, axis=2, keep=True)
+    picked = e.op(
+        "Where", after, _scalar(e, fold.identity), e.reshape(v, [0, 1, -1, 0])
+    )
+    return _reduce(e, fold, picked, axis=2, keep=True)
 
 
-def _pad_axis1(e: Emitter, v: ir.Value, pad: Size, reverse: bool) -> ir.Value:
+def _pad_axis1(
+    e: Emitter, v: ir.Value, pad: Size, reverse: bool, fold: Fold
+) -> ir.Value:
     """v ([P, count, 1, I]) with `pad` identity items at the start of axis 1 (the end,
     reversed)."""
     pads = [0, 0, 0, 0, 0, pad, 0, 0] if reverse else [0, pad, 0, 0, 0, 0, 0, 0]
-    return e.op("Pad", v, sizes.concat(e, pads), _one(e), mode="constant")
+    return e.op(
+        "Pad", v, sizes.concat(e, pads), _scalar(e, fold.identity), mode="constant"
+    )
 
 
 def _after(width: int, reverse: bool) -> np.ndarray:
@@ -181,15 +244,15 @@ def _after(width: int, reverse: bool) -> np.ndarray:
     return (j[None, :] < j[:, None]) if reverse else (j[None, :] > j[:, None])
 
 
-def _reduce_prod(e: Emitter, x: ir.Value, axis: int, keep: bool) -> ir.Value:
-    # the axes became an input at opset 18
-    if e.opset >= 18:
-        return e.op("ReduceProd", x, e.i64([axis]), keepdims=int(keep))
-    return e.op("ReduceProd", x, axes=[axis], keepdims=int(keep))
+def _reduce(e: Emitter, fold: Fold, x: ir.Value, axis: int, keep: bool) -> ir.Value:
+    # the axes became an input at opset 18 (ReduceSum at 13)
+    if e.opset >= (13 if fold.reduce == "ReduceSum" else 18):
+        return e.op(fold.reduce, x, e.i64([axis]), keepdims=int(keep))
+    return e.op(fold.reduce, x, axes=[axis], keepdims=int(keep))
 
 
-def _one(e: Emitter) -> ir.Value:
-    return e.const(np.asarray(1, np.float32))
+def _scalar(e: Emitter, value: float) -> ir.Value:
+    return e.const(np.asarray(value, np.float32))
 
 
 def _view(e: Emitter, v: ir.Value, parts: list[Size]) -> ir.Value:
