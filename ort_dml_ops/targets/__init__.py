@@ -93,8 +93,9 @@ WEBGPU_TABLE = "webgpu_0.4.0.json"
 WEBGPU_MAX_IO_WIDTH = 8
 #: Measured on the WebGPU plugin. `cumsum_native_max_axis` (docs/performance.md, `ort-dml-ops
 #: bench --target webgpu`): the native CumSum costs O(n) reads per element along the axis; above
-#: this axis length the blocked Add scan (the CumProd construction with Add) is the cheaper
-#: choice. `scatter_exact_integer_reductions`: the data types whose ScatterElements / ScatterND
+#: this axis length the blocked Add scan (the CumProd construction with Add) was the cheaper
+#: choice at 2^20 elements — what `auto` goes by where only the axis length is known; where the
+#: whole size is, cost.DeviceModel weighs the two (cost.native_costlier). `scatter_exact_integer_reductions`: the data types whose ScatterElements / ScatterND
 #: with a reduction (add, mul, max, min) the plugin computes exactly whatever the indices
 #: repeat — each update is an atomic read-modify-write of its element
 #: (onnxruntime/core/providers/webgpu/tensor/scatter_elements.cc, scatter_nd.cc), and a wrapped

@@ -584,19 +584,38 @@ def dominated(costs: dict[str, OptionCost], option: str, by: str) -> bool:
 
 
 def native_costlier(node: ir.Node, ctx) -> str | None:
-    """Why the target's native kernel is the costlier choice (a measured cost fact), or None.
+    """Why the target's native kernel is the costlier choice, or None.
 
-    WebGPU CumSum: above `cumsum_native_max_axis` (the measured crossover, docs/webgpu.md) the
-    blocked scan beats the kernel that reads the whole prefix for every element. An axis the
-    graph leaves symbolic counts at its hinted length (`convert --input-shape`); without a
-    hint the length is unknown and the native kernel stays."""
+    WebGPU CumSum: the plugin's kernel reads the whole prefix for every element (O(n²) work a
+    line). Where the output's size is known (static, or hinted with `convert --input-shape`),
+    DeviceModel weighs it as one dispatch and n / 2 passes over the output against the
+    lowering's kernels and passes, as `cheaper_on_cpu` weighs a scatter: the prefix reads grow
+    with the lines as well as n, the lowering's dispatches do not. Where only the axis length
+    is known (the other dims symbolic), the crossover measured on the plugin at 2^20 elements
+    decides (`cumsum_native_max_axis`, docs/performance.md). Without the axis length the
+    native kernel stays."""
     from ...targets import get_target
 
     limit = get_target(ctx.target).cost_facts.get("cumsum_native_max_axis")
     if limit is None or _family(node) != "cumsum":
         return None
-    n = _cumsum_axis(node, ctx.options.get("size_hints"))
-    if n is None or n <= limit:
+    hints = ctx.options.get("size_hints")
+    n = _cumsum_axis(node, hints)
+    if n is None:
+        return None
+    out_bytes = _bytes(node.outputs[0] if node.outputs else None, hints)
+    kernels = _webgpu_scan_kernels(node)
+    if out_bytes is not None and kernels is not None:
+        native = DEVICE.device_us(1, max(1.0, n / 2), out_bytes, 0)
+        lowered = DEVICE.device_us(kernels, SCAN_PASSES, out_bytes, 0)
+        if native <= lowered:
+            return None
+        return (
+            f"its kernel reads the whole prefix for every element (O(n²) along an axis of {n}): "
+            f"about {native:.0f} µs against {lowered:.0f} µs for the lowering ({kernels} kernels; "
+            "cost.DeviceModel)"
+        )
+    if n <= limit:
         return None
     return (
         f"its kernel reads the whole prefix for every element (O(n²) along an axis of {n} > {limit}; "

@@ -6,10 +6,10 @@ line. Measured on the plugin (docs/performance.md), it is tens of times slower t
 an axis length of 1000. The blocked scan of blockscan.py with Add does O(1) full passes per level
 and log_w(n) levels (w = the target's Split/Concat width, 8 on WebGPU).
 
-`auto` uses this rule on WebGPU only where the axis is longer than the target's
-``cost_facts["cumsum_native_max_axis"]`` (cost.native_costlier): its static length, or where the
-graph leaves it symbolic, the length hinted with `convert --input-shape`; `lower` uses it
-everywhere it applies. A symbolic axis takes the run-time-length form of the scan
+`auto` uses this rule on WebGPU only where the native kernel costs more (cost.native_costlier):
+where the sizes are known, static or hinted with `convert --input-shape`, by cost.DeviceModel's
+estimates of both; where only the axis length is, above the crossover measured on the plugin
+(``cost_facts["cumsum_native_max_axis"]``); `lower` uses it everywhere it applies. A symbolic axis takes the run-time-length form of the scan
 (blockscan_symbolic.scan_symbolic): the same radix levels with block counts computed at run
 time, so the converted model still takes every length the original did.
 Integers are exact (wrapping addition is associative). Floats are summed in another order than

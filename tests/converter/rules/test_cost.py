@@ -102,8 +102,12 @@ def test_auto_leaves_a_webgpu_host_type_scatter_on_the_cpu_at_any_size(dtype, sy
     assert inspect(result.model, "webgpu").copies <= inspect(model, "webgpu").copies
 
 
-@pytest.mark.parametrize("n,action", [(32, "native"), (1000, "lowered")])
+@pytest.mark.parametrize(
+    "n,action", [(32, "native"), (1000, "native"), (8000, "lowered")]
+)
 def test_webgpu_cumsum_cost_fact_decides(n, action):
+    """[4, n]: the plugin's kernel, one dispatch and n / 2 passes, against the scan's dispatches
+    (cost.native_costlier; tests/webgpu/test_lowering_width.py has the figures)."""
     rep = convert(_cumsum(n), "webgpu").report.nodes[0]
     assert rep.action == action
     assert rep.cost["native"]["passes"] == max(
