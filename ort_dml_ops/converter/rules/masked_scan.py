@@ -1,5 +1,7 @@
 """A float32 product scan along an axis whose length (and any other dim) is known only at run
-time, in 30 kernels: blocks of masked products (issue 28; the rule is `cumprod_masked.py`).
+time, in 30 kernels: blocks of masked products (issue 28; the rule is `cumprod_masked.py`). The
+same blocks with ReduceSum, Add and +0.0 (`SUM`) scan sums (`cumsum_masked.py`, WebGPU); what
+follows is written for the product, the sum's differences are at `SUM`.
 
 The doubling scan (`blockscan_symbolic.scan_doubling`) takes 31 steps, each a Pad and a Mul
 over the whole tensor (62 kernels, 62 passes), because a fixed graph must cover every length
@@ -176,7 +178,7 @@ def _carry(
     widths: tuple[int, ...],
     fold: Fold,
 ) -> ir.Value:
-    """For each of the `count` block totals ([P, count, 1, I]), the product of those before
+    """For each of the `count` block totals ([P, count, 1, I]), the fold of those before
     it (after it, reversed): their scan, padded with the identity, read one item towards the
     pad."""
     if widths:
