@@ -18,6 +18,7 @@ from ._base import Refusal, Rewrite, RewriteContext
 from .cumprod import CumProdLowering
 from .emitter import Emitter
 from .masked_scan import WIDTHS, scan_masked_product
+from .masked_scan import refusal as masked_refusal
 
 #: non-view kernels of the lowering on the DML EP and the WebGPU plugin, whatever the shape
 #: (tools/lowering_budget.py; cost.py weighs it, tests/converter/rules/test_cumprod.py counts it);
@@ -32,20 +33,14 @@ class CumProdMaskedBlocks(CumProdLowering):
         refusal = super().check(node, ctx)
         if refusal is not None:
             return refusal
-        x = node.inputs[0]
-        assert x is not None  # the scan's check passed
-        if x.dtype != ir.DataType.FLOAT:
-            return Refusal(
-                "not-float32",
-                "masked blocks fold with ReduceProd: ONNX Runtime's CPU EP has none for "
-                "float16 and saturates integer products",
-            )
-        _, shape, axis, _, _ = self.parse(node)
-        if shape[axis] is not None:
-            return Refusal(
-                "static-axis", "the axis length is static: cumprod.py's plans weigh it"
-            )
-        return None
+        x, shape, axis, _, _ = self.parse(node)
+        return masked_refusal(
+            x,
+            shape[axis],
+            "masked blocks fold with ReduceProd: ONNX Runtime's CPU EP has none for "
+            "float16 and saturates integer products",
+            "cumprod.py's plans weigh it",
+        )
 
     def rewrite(self, node: ir.Node, ctx: RewriteContext) -> Rewrite:
         x, shape, axis, exclusive, reverse = self.parse(node)

@@ -25,6 +25,7 @@ from ._base import Refusal, Rewrite, RewriteContext, attr_int, const_array, stat
 from .cumsum_scan import CumSumScan
 from .emitter import Emitter
 from .masked_scan import SUM, WIDTHS, scan_masked
+from .masked_scan import refusal as masked_refusal
 
 
 class CumSumMaskedBlocks(CumSumScan):
@@ -36,22 +37,18 @@ class CumSumMaskedBlocks(CumSumScan):
         if refusal is not None:
             return refusal
         x = node.inputs[0]
-        assert x is not None  # the scan's check passed
-        if x.dtype != ir.DataType.FLOAT:
-            return Refusal(
-                "not-float32",
-                "masked blocks cut with Slice, which the plugin has no integer kernel for; "
-                "other types take the blocked scan",
-            )
-        shape = static_shape(x)
+        shape = static_shape(x) if x is not None else None
         axis_value = const_array(node.inputs[1])
-        assert shape is not None and axis_value is not None  # the scan's check passed
-        if shape[int(axis_value.reshape(-1)[0]) % len(shape)] is not None:
-            return Refusal(
-                "static-axis",
-                "the axis length is static: the blocked scan's plan fits it",
-            )
-        return None
+        assert (
+            x is not None and shape is not None and axis_value is not None
+        )  # check passed
+        return masked_refusal(
+            x,
+            shape[int(axis_value.reshape(-1)[0]) % len(shape)],
+            "masked blocks cut with Slice, which the plugin has no integer kernel for; "
+            "other types take the blocked scan",
+            "the blocked scan's plan fits it",
+        )
 
     def rewrite(self, node: ir.Node, ctx: RewriteContext) -> Rewrite:
         x = node.inputs[0]

@@ -45,6 +45,7 @@ import numpy as np
 import onnx_ir as ir
 
 from . import sizes
+from ._base import Refusal
 from .emitter import Emitter
 from .sizes import Size
 
@@ -72,6 +73,19 @@ PRODUCT = Fold("ReduceProd", "Mul", 1.0)
 #: (measured, tests/webgpu/test_lowering_width.py), where ORT's CPU kernel keeps −0.0 for a
 #: prefix of −0.0 alone.
 SUM = Fold("ReduceSum", "Add", 0.0)
+
+
+def refusal(
+    x: ir.Value, axis_length: int | None, not_float32: str, static_axis: str
+) -> Refusal | None:
+    """Why the masked blocks do not take a scan that their rule's base accepted, or None: they
+    are laid out for float32 (`not_float32` says why the rule's op keeps to it) along a
+    run-time axis (`static_axis` names what weighs a static one)."""
+    if x.dtype != ir.DataType.FLOAT:
+        return Refusal("not-float32", not_float32)
+    if axis_length is not None:
+        return Refusal("static-axis", f"the axis length is static: {static_axis}")
+    return None
 
 
 def scan_masked_product(
