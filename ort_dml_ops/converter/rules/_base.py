@@ -24,6 +24,14 @@ MIN_OPSET = 11
 #: them out); ONNX Runtime's ReshapeFusion merges chains of them (the index guard reads around)
 VIEW_OPS = ("Reshape", "Squeeze", "Unsqueeze", "Flatten", "Identity")
 
+#: the floating-point element types: their zero has a sign, and their sums' identity is −0.0
+FLOATS = (
+    ir.DataType.FLOAT,
+    ir.DataType.DOUBLE,
+    ir.DataType.FLOAT16,
+    ir.DataType.BFLOAT16,
+)
+
 
 def constant_of_shape_fill(node: ir.Node) -> np.ndarray:
     """A ConstantOfShape's fill value, 0-d, of its own type (ONNX: float32 0 without `value`)."""

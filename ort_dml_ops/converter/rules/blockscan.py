@@ -39,6 +39,7 @@ import math
 import numpy as np
 import onnx_ir as ir
 
+from ._base import FLOATS
 from .emitter import Emitter
 
 #: Axes this short are scanned with a single chain (slices of at least SMALL_INNER elements).
@@ -60,15 +61,6 @@ def block_size(n: int) -> tuple[int, int]:
             return n // b, b
     b = r if r * r >= n else r + 1
     return -(-n // b), b
-
-
-#: element types whose zero has a sign
-FLOATS = (
-    ir.DataType.FLOAT,
-    ir.DataType.FLOAT16,
-    ir.DataType.DOUBLE,
-    ir.DataType.BFLOAT16,
-)
 
 
 def op_identity(op: str, dtype: ir.DataType):

@@ -28,7 +28,7 @@ import math
 import numpy as np
 import onnx_ir as ir
 
-from ._base import attr_int, attr_str, const_array, static_shape
+from ._base import FLOATS, attr_int, attr_str, const_array, static_shape
 from .scatter_clean import applies, writes_last
 
 #: full-size write passes of the lowered scatter, (static shapes, every dim symbolic), measured
@@ -194,12 +194,6 @@ class DeviceModel:
 
 
 DEVICE = DeviceModel()
-_FLOATS = (
-    ir.DataType.FLOAT,
-    ir.DataType.DOUBLE,
-    ir.DataType.FLOAT16,
-    ir.DataType.BFLOAT16,
-)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -506,7 +500,7 @@ def _webgpu_scan_kernels(node: ir.Node) -> int | None:
     CumProd's), else the measured figure of the run-time layout; None where the axis or the
     rank is unknown."""
     from ...targets import get_target
-    from .blockscan import FLOATS, SMALL_INNER, known_product, scan_kernels
+    from .blockscan import SMALL_INNER, known_product, scan_kernels
     from .cumprod_masked import KERNELS as MASKED_BLOCKS
 
     x = node.inputs[0] if node.inputs else None
@@ -688,7 +682,7 @@ def _clean(node: ir.Node, target: str, opset: int) -> bool:
 
 def _reduction(node: ir.Node) -> str:
     red = attr_str(node, "reduction", "none")
-    integer = node.inputs[0] is not None and node.inputs[0].dtype not in _FLOATS
+    integer = node.inputs[0] is not None and node.inputs[0].dtype not in FLOATS
     if red in ("max", "min") and integer:
         red = "int_max_min"
     elif red in ("add", "mul") and integer:

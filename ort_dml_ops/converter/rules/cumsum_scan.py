@@ -26,6 +26,7 @@ import onnx_ir as ir
 
 from ..._domain import DOMAIN
 from ._base import (
+    FLOATS,
     Refusal,
     Rewrite,
     RewriteContext,
@@ -34,7 +35,7 @@ from ._base import (
     const_array,
     static_shape,
 )
-from .blockscan import FLOATS, scan_plan, scan_static
+from .blockscan import scan_plan, scan_static
 from .blockscan_symbolic import scan_symbolic
 from .emitter import Emitter
 

@@ -9,6 +9,7 @@ import numpy as np
 import onnx_ir as ir
 
 from . import sizes
+from ._base import FLOATS
 from .emitter import Emitter
 from .scatter_guard import MAX_SLOTS
 from .scatter_lean import (
@@ -33,12 +34,6 @@ from .segscan import (
 from .sizes import Size
 
 REDUCE_OPS = {"add": "Add", "mul": "Mul", "max": "Max", "min": "Min"}
-FLOATS = (
-    ir.DataType.FLOAT,
-    ir.DataType.DOUBLE,
-    ir.DataType.FLOAT16,
-    ir.DataType.BFLOAT16,
-)
 
 
 def identity_of(red: str, dt: ir.DataType) -> np.ndarray:
