@@ -211,5 +211,21 @@ def static_shape(value: ir.Value) -> list[int | None] | None:
     return [d if isinstance(d, int) else None for d in value.shape]
 
 
+def scan_operands(node: ir.Node) -> tuple[ir.Value, list[int | None], int, bool, bool]:
+    """(x, its shape, the axis in [0, rank), exclusive, reverse) of a CumSum / CumProd node whose
+    rule's `check` passed (a constant axis, a known rank)."""
+    x = node.inputs[0]
+    shape = static_shape(x) if x is not None else None
+    axis_value = const_array(node.inputs[1])
+    assert x is not None and shape is not None and axis_value is not None  # check()
+    return (
+        x,
+        shape,
+        int(axis_value.reshape(-1)[0]) % len(shape),
+        bool(attr_int(node, "exclusive")),
+        bool(attr_int(node, "reverse")),
+    )
+
+
 def dtype_of(value: ir.Value) -> ir.DataType | None:
     return value.dtype if value.type is not None else None

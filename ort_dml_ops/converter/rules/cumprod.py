@@ -28,8 +28,8 @@ from ._base import (
     Rewrite,
     RewriteContext,
     Rule,
-    attr_int,
     const_array,
+    scan_operands,
     static_shape,
 )
 from .blockscan import op_identity, scan_plan, scan_static
@@ -93,20 +93,8 @@ class CumProdLowering(Rule):
             return Refusal("opset-too-old", f"opset {ctx.opset} < 11")
         return None
 
-    @staticmethod
-    def parse(node: ir.Node) -> tuple[ir.Value, list[int | None], int, bool, bool]:
-        """(x, its shape, the axis in [0, rank), exclusive, reverse) of a node `check` passed."""
-        x = node.inputs[0]
-        shape = static_shape(x) if x is not None else None
-        axis_value = const_array(node.inputs[1])
-        assert x is not None and shape is not None and axis_value is not None  # check()
-        return (
-            x,
-            shape,
-            int(axis_value.reshape(-1)[0]) % len(shape),
-            bool(attr_int(node, "exclusive")),
-            bool(attr_int(node, "reverse")),
-        )
+    #: (x, its shape, the axis in [0, rank), exclusive, reverse) of a node `check` passed
+    parse = staticmethod(scan_operands)
 
     def rewrite(self, node: ir.Node, ctx: RewriteContext) -> Rewrite:
         x, shape, axis, exclusive, reverse = self.parse(node)

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import onnx_ir as ir
 
-from ._base import Refusal, Rewrite, RewriteContext, attr_int, const_array, static_shape
+from ._base import Refusal, Rewrite, RewriteContext, scan_operands
 from .cumsum_scan import CumSumScan
 from .emitter import Emitter
 from .masked_scan import SUM, WIDTHS, scan_masked
@@ -36,36 +36,19 @@ class CumSumMaskedBlocks(CumSumScan):
         refusal = super().check(node, ctx)
         if refusal is not None:
             return refusal
-        x = node.inputs[0]
-        shape = static_shape(x) if x is not None else None
-        axis_value = const_array(node.inputs[1])
-        assert (
-            x is not None and shape is not None and axis_value is not None
-        )  # check passed
+        x, shape, axis, _, _ = scan_operands(node)
         return masked_refusal(
             x,
-            shape[int(axis_value.reshape(-1)[0]) % len(shape)],
+            shape[axis],
             "masked blocks cut with Slice, which the plugin has no integer kernel for; "
             "other types take the blocked scan",
             "the blocked scan's plan fits it",
         )
 
     def rewrite(self, node: ir.Node, ctx: RewriteContext) -> Rewrite:
-        x = node.inputs[0]
-        shape = static_shape(x) if x is not None else None
-        axis_value = const_array(node.inputs[1])
-        assert x is not None and shape is not None and axis_value is not None
-        axis = int(axis_value.reshape(-1)[0]) % len(shape)
+        x, shape, axis, exclusive, reverse = scan_operands(node)
         e = Emitter(ctx, node.name or "CumSum")
-        y = scan_masked(
-            e,
-            x,
-            axis,
-            len(shape),
-            bool(attr_int(node, "exclusive")),
-            bool(attr_int(node, "reverse")),
-            SUM,
-        )
+        y = scan_masked(e, x, axis, len(shape), exclusive, reverse, SUM)
         return e.done(
             [y],
             "axis length known at run time: blocks of masked sums (widths "

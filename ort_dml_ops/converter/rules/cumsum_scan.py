@@ -31,8 +31,8 @@ from ._base import (
     Rewrite,
     RewriteContext,
     Rule,
-    attr_int,
     const_array,
+    scan_operands,
     static_shape,
 )
 from .blockscan import scan_plan, scan_static
@@ -80,18 +80,10 @@ class CumSumScan(Rule):
         return None
 
     def rewrite(self, node: ir.Node, ctx: RewriteContext) -> Rewrite:
-        x = node.inputs[0]
-        assert x is not None and x.dtype is not None  # check() passed
-        shape = static_shape(x)
-        axis_value = const_array(node.inputs[1])
-        assert shape is not None and axis_value is not None  # check() passed
-        axis = int(axis_value.reshape(-1)[0]) % len(shape)
+        x, shape, axis, exclusive, reverse = scan_operands(node)
+        assert x.dtype is not None  # check() passed
         width = ctx.options.get("max_io_width")
         e = Emitter(ctx, node.name or "CumSum")
-        exclusive, reverse = (
-            bool(attr_int(node, "exclusive")),
-            bool(attr_int(node, "reverse")),
-        )
         if shape[axis] is None:
             y, note = scan_symbolic(
                 e, x, shape, axis, "Add", exclusive, reverse, x.dtype, width
