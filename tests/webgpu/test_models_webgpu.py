@@ -81,10 +81,15 @@ def _agreement(model, where: dict) -> list[str]:
     return bad
 
 
+@pytest.mark.parametrize("strategy", ["auto", "lower"])
 @pytest.mark.parametrize("entry", _entries())
-def test_converted_model_runs_on_webgpu_with_expected_outputs(entry, webgpu_lane):
+def test_converted_model_runs_on_webgpu_with_expected_outputs(
+    entry, strategy, webgpu_lane
+):
+    """`auto` (what users get) and `lower` (every lowering the rules make, each exact on the
+    plugin itself, not only on ORT's CPU EP)."""
     model, feeds, compare = _load(*entry)
-    result = convert(model, "webgpu")
+    result = convert(model, "webgpu", strategy=strategy)
     where, outs = _run(result.model, feeds)
     assert compare(outs) == []
     # the nodes the report says stay on the CPU EP's kernel (the plugin takes no kernel for their data)

@@ -46,8 +46,8 @@ def _cpu_ops(model, session) -> set:
     }
 
 
-def _scatter(op, elem, dshape, ishape, ushape, name, **attrs):
-    """One `op` node (opset 18) writing `elem` updates into `elem` data at int64 indices."""
+def _scatter(op, elem, dshape, ishape, ushape, name, opset=18, **attrs):
+    """One `op` node (`opset`) writing `elem` updates into `elem` data at int64 indices."""
     import onnx
     from onnx import helper
 
@@ -64,7 +64,7 @@ def _scatter(op, elem, dshape, ishape, ushape, name, **attrs):
             ],
             [helper.make_tensor_value_info("y", elem, dshape)],
         ),
-        opset_imports=[helper.make_opsetid("", 18)],
+        opset_imports=[helper.make_opsetid("", opset)],
         ir_version=9,
     )
 
@@ -342,6 +342,61 @@ def test_last_writer_without_reduction_equals_ort_kernel(
     if data.size and upd.size:
         copies, _ = W._copies(low, False, feeds)
         assert copies == 1  # the indices' upload, as with the native kernel
+    if not symbolic:
+        on_cpu = _cpu_ops(low, s)
+        assert on_cpu <= GUARD_OPS, on_cpu
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float16, np.int32, np.uint32])
+@pytest.mark.parametrize("symbolic", [False, True])
+@pytest.mark.parametrize(
+    "op,dshape,ishape,axis",
+    [
+        ("ScatterElements", (5, 3), (4000, 3), 0),  # K ≫ M: runs of ~800 writers
+        ("ScatterElements", (6, 40), (6, 900), 1),
+        ("ScatterND", (7, 5), (3000, 1), None),
+    ],
+)
+def test_sorted_write_without_reduction_before_opset_18_equals_ort_kernel(
+    webgpu_lane, op, dshape, ishape, axis, symbolic, dtype
+):
+    """Reduction none before opset 18, which has no reduction max for the winners: the
+    positions are sorted (float32 keys, the plugin's TopK), each sorted update's target — its
+    position at a run's end, else the dummy — goes back to the update by one ScatterElements,
+    and the updates are written unsorted, so int32 and uint32 data need no GatherElements (the
+    plugin's takes floats only). Bit for bit ORT's CPU kernel, every data node on WebGPU, one
+    copy (the indices' upload) where the MaxUnpool graph int32 data took before copied 6 times
+    at run-time sizes."""
+    import onnx
+
+    ushape = ishape if axis is not None else ishape[:-1] + dshape[ishape[-1] :]
+    rng = np.random.default_rng(17)
+    if np.issubdtype(dtype, np.integer):  # the whole range: every bit pattern copied
+        info = np.iinfo(dtype)
+        data = rng.integers(info.min, info.max, dshape, dtype=dtype, endpoint=True)
+        upd = rng.integers(info.min, info.max, ushape, dtype=dtype, endpoint=True)
+    else:
+        data = rng.integers(-3, 4, dshape).astype(dtype)
+        upd = rng.standard_normal(ushape).astype(dtype)
+        upd[rng.random(ushape) < 0.2] = -0.0
+        upd[rng.random(ushape) < 0.05] = np.nan
+    dim = dshape[0] if axis is None else dshape[axis]
+    idx = rng.integers(-dim, dim, ishape).astype(np.int64)
+    t = onnx.helper.np_dtype_to_tensor_dtype(np.dtype(dtype))
+    attrs = {} if axis is None else {"axis": axis}
+    native = _scatter(op, t, dshape, ishape, ushape, "sorted_none", opset=17, **attrs)
+    model = _symbolic(native) if symbolic else native
+    if symbolic and axis is None:  # ScatterND's coordinates per update: static
+        model.graph.input[1].type.tensor_type.shape.dim[-1].dim_value = ishape[-1]
+    low = convert(model, "webgpu", strategy="lower", with_inspect=False).model
+    ops = {n.op_type for n in low.graph.node}
+    assert "TopK" in ops and "MaxUnpool" not in ops
+    feeds = {"data": data, "indices": idx, "updates": upd}
+    s, got, want = _on_plugin_and_ort_cpu(low, native, feeds)
+    assert got.shape == want.shape
+    np.testing.assert_array_equal(got.view(np.uint8), want.view(np.uint8))
+    copies, _ = W._copies(low, False, feeds)
+    assert copies == 1  # the indices' upload, as with the native kernel
     if not symbolic:
         on_cpu = _cpu_ops(low, s)
         assert on_cpu <= GUARD_OPS, on_cpu

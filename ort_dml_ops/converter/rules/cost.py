@@ -270,7 +270,7 @@ def node_costs(
                 estimate_us=round(DEVICE.device_us(1, passes, out_bytes, 0), 1),
             )
     if lowerable:
-        clean = family == "scatter" and _clean(node, target, opset)
+        clean = family == "scatter" and _clean(node, target)
         kind = _reduction(node) if family == "scatter" else None
         if clean and kind == "none" and not writes_last(kind, opset):
             kind = "none_sorted"
@@ -664,7 +664,7 @@ def _static(node: ir.Node) -> bool:
     )
 
 
-def _clean(node: ir.Node, target: str, opset: int) -> bool:
+def _clean(node: ir.Node, target: str) -> bool:
     """Does the scatter rule take its WebGPU-clean variant for `node` (scatter_clean.applies)?"""
     data = node.inputs[0] if node.inputs else None
     if data is None:
@@ -675,9 +675,7 @@ def _clean(node: ir.Node, target: str, opset: int) -> bool:
         if dims is None or None in dims
         else math.prod(d for d in dims if d is not None)
     )
-    return applies(
-        target, data.dtype, numel, attr_str(node, "reduction", "none"), opset
-    )
+    return applies(target, data.dtype, numel, attr_str(node, "reduction", "none"))
 
 
 def _reduction(node: ir.Node) -> str:

@@ -160,6 +160,15 @@ class ScatterLowering(Rule):
                 "(an atomic update per element: a wrapped integer sum or product, a max or a "
                 "min, is the same in any order): a lowering would only add kernels and copies",
             )
+        if ctx.target in scatter_clean.CLEAN_TARGETS and not scatter_clean.takes(
+            data.dtype, red
+        ):
+            return Refusal(
+                "host-type",
+                f"the {ctx.target} EP has no kernels for {data.dtype.name.lower()} data: ORT's "
+                "CPU kernel runs the node where its inputs are, and a lowering would run there "
+                "too, between copies",
+            )
         return None
 
     def rewrite(self, node: ir.Node, ctx: RewriteContext) -> Rewrite:
@@ -215,12 +224,13 @@ class ScatterLowering(Rule):
             if indices.dtype != ir.DataType.INT64
             else indices
         )
-        clean = scatter_clean.applies(ctx.target, data.dtype, M, red, e.opset)
+        clean = scatter_clean.applies(ctx.target, data.dtype, M, red)
         # positions are int32 gather indices and sort keys (M + K < 2^31, guarded). A write
         # without a reduction sorts nothing where its positions cannot repeat, or where its
         # MaxUnpool writes them in order: the WebGPU plugin has none (its kernel table), so
-        # ORT's CPU kernel runs it there; its positions then only feed that MaxUnpool, which
-        # takes int64: computed so, no Cast
+        # ORT's CPU kernel runs it there (float data of a static size past the clean
+        # variant's float keys: the types it does not take are refused, `host-type`); its
+        # positions then only feed that MaxUnpool, which takes int64: computed so, no Cast
         unsorted = (
             red == "none"
             and not clean

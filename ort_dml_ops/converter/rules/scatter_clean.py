@@ -20,13 +20,18 @@ This variant is built from kernels the plugin has, for float32 / float16 data:
    sequential rule by sorts (`sorted_max_min`, with `x == x` for IsNaN);
 4. write: one ScatterElements (reduction none, a kernel the plugin has) of each run's last
    result into the data padded by one dummy element; every other sorted update writes to that
-   dummy (position M), which is sliced off. Only run ends land inside the data, so no two
-   writes race where it matters.
+   dummy (position M), which a negative Pad crops off (the plugin's Slice takes float types
+   only). Only run ends land inside the data, so no two writes race where it matters.
 
-Without a reduction nothing is sorted (`last_writes`, from opset 18): a ScatterElements with
+Without a reduction nothing is sorted from opset 18 (`last_writes`): a ScatterElements with
 reduction max of the update numbers finds each position's last writer, and every update writes
-its position's winner's value. That needs no float key and no fold, so int32 and uint32 data
-take it too.
+its position's winner's value. Before 18 the positions are sorted, but not the values: each
+sorted update's target (its position, or the dummy) goes back to the update's own place by one
+ScatterElements along the sort's permutation (`_unsorted`), and the updates are written as
+they are. Neither moves a value through a float-only kernel, so int32 and uint32 data take
+both: the DML-shaped graph of int32 data puts MaxUnpool, int Slices and bool And on the CPU EP
+there, 6 copies a run at run-time sizes where this has the one of the indices' upload
+(tools/lowering_budget.py).
 
 The values follow the same rules as the DML-shaped graph's: float max / min and none bit-exact
 against ORT's sequential kernel, float add / mul within the block folds' stated bound
@@ -50,11 +55,18 @@ CLEAN_TARGETS = frozenset({"webgpu"})
 #: float32 keys
 MAX_FLOAT_KEY = 2**24
 _DATA_TYPES = (ir.DataType.FLOAT, ir.DataType.FLOAT16)
-#: data types of `last_writes`, which sorts nothing and folds nothing: those of the plugin's
-#: ScatterElements and Gather (targets/data/webgpu_0.4.0.json). The DML-shaped graph of int32
-#: data there puts TopK, MaxUnpool and int Slices on the CPU EP, 6 copies a run at run-time
-#: sizes (tools/lowering_budget.py)
-_LAST_WRITE_TYPES = (*_DATA_TYPES, ir.DataType.INT32, ir.DataType.UINT32)
+#: data types of a write without reduction, which folds nothing and moves values only through
+#: the plugin's ScatterElements, Gather and Pad (targets/data/webgpu_0.4.0.json)
+_WRITE_TYPES = (*_DATA_TYPES, ir.DataType.INT32, ir.DataType.UINT32)
+
+
+def takes(dtype: ir.DataType | None, red: str) -> bool:
+    """Does the clean variant compute `dtype` data with reduction `red`? The float types with
+    any reduction; without one int32 and uint32 too (the module docstring). Other types have
+    no kernel here: the rule refuses them on a clean target (code `host-type`), where the
+    DML-shaped graph of int64 or float64 data copied 2 to 49 times a run and ORT's CPU kernel
+    none (the inputs are on the host already)."""
+    return dtype in (_WRITE_TYPES if red == "none" else _DATA_TYPES)
 
 
 def applies(
@@ -62,16 +74,13 @@ def applies(
     dtype: ir.DataType | None,
     M: Size | None,
     red: str,
-    opset: int,
 ) -> bool:
     """Does the clean variant replace the DML-shaped graph? (A static M above 2^24 keeps the
     old graph, whose int32 keys are exact to 2^31.) `M`: the data's element count, a run-time
-    value or None where it is not static. `red`, `opset`: the scatter's reduction and the
-    graph's opset — where it writes by `last_writes`, int32 and uint32 data take it too."""
-    types = _LAST_WRITE_TYPES if writes_last(red, opset) else _DATA_TYPES
+    value or None where it is not static. `red`: the scatter's reduction (`takes`)."""
     return (
         target in CLEAN_TARGETS
-        and dtype in types
+        and takes(dtype, red)
         and (not isinstance(M, int) or M <= MAX_FLOAT_KEY)
     )
 
@@ -186,18 +195,25 @@ def scatter_clean(
             axis=0,
             shape=[length],
         )
-        svals = e.take(vals, perm)
     else:
         sk, perm = e.op(
             "TopK", keys, sizes.tensor(e, row), outputs=2, largest=0, sorted=1, axis=1
         )
         sk = e.reshape(sk, [-1])
-        svals = e.reshape(e.op("GatherElements", vals, perm, axis=1), [-1])
     spos = e.cast(sk, ir.DataType.INT32)
-    bound = sizes.upper_bound(K, MAX_FLOAT_KEY)
+    # a run's earlier updates go to the dummy (the Where's branches swapped: no Not)
+    going_on = not_last(e, sk, K, np.float32)
+    target = e.op("Where", going_on, sizes.on_device(e, M, np.int32), spos)
     if red == "none":
-        result = svals
+        # the targets back in the updates' order, which are written as they are
+        target, result = _unsorted(e, target, perm, row), e.reshape(vals, [-1])
     else:  # add, mul (max and min returned above)
+        svals = (
+            e.take(vals, perm)
+            if row is None
+            else e.reshape(e.op("GatherElements", vals, perm, axis=1), [-1])
+        )
+        bound = sizes.upper_bound(K, MAX_FLOAT_KEY)
         fold = blocksum.fold_of(red, ascending, target=e.ctx.target)
         folded = blocksum.run_folds(
             e, sk, svals, K, bound, fold, key_dtype=np.float32, row=row
@@ -208,11 +224,21 @@ def scatter_clean(
             folded = e.cast(folded, dt)
         # the dummy's updates read the padding's 0 (position M): never written back
         result = e.op(fold.op, e.take(_padded(e, flat, dt), spos), folded)
-    # a run's earlier updates go to the dummy (the Where's branches swapped: no Not)
-    going_on = not_last(e, sk, K, np.float32)
-    target = e.op("Where", going_on, sizes.on_device(e, M, np.int32), spos)
     written = e.op("ScatterElements", _padded(e, flat, dt), target, result, axis=0)
-    return e.op("Slice", written, e.i64([0]), sizes.tensor(e, M), e.i64([0]))
+    return _without_dummy(e, written, dt)
+
+
+def _unsorted(
+    e: Emitter, target: ir.Value, perm: ir.Value, row: Size | None
+) -> ir.Value:
+    """`target` (1-D, in the sort's order) in the order before the sort: item perm[s] gets
+    target[s], by one ScatterElements along the permutation (every item written once; into
+    `target` itself, any tensor of its shape would do). For a write without reduction, whose
+    values then need no gather: the plugin's GatherElements takes float types only."""
+    if row is None:
+        return e.op("ScatterElements", target, perm, target, axis=0)
+    rows = e.reshape(target, sizes.concat(e, [-1, row]))
+    return e.reshape(e.op("ScatterElements", rows, perm, rows, axis=1), [-1])
 
 
 def sorted_max_min(
@@ -310,13 +336,21 @@ def sorted_max_min(
         e.op("Where", not_last(e, wpos, K, np.float32), m, wpos), ir.DataType.INT32
     )
     written = e.op("ScatterElements", _padded(e, flat, dt), target, winners, axis=0)
-    return e.op("Slice", written, e.i64([0]), sizes.tensor(e, M), e.i64([0]))
+    return _without_dummy(e, written, dt)
 
 
 def _padded(e: Emitter, flat: ir.Value, dt: ir.DataType) -> ir.Value:
     """The data with one dummy element after it (position M: written, then sliced off)."""
     zero = e.const(np.zeros((), dtype=dt.numpy()))
     return e.op("Pad", flat, e.i64([0, 1]), zero, mode="constant")
+
+
+def _without_dummy(e: Emitter, written: ir.Value, dt: ir.DataType) -> ir.Value:
+    """The written data without its dummy element (`_padded`): a negative Pad, which the
+    plugin crops by (blockscan_symbolic.crops) for every type its Pad takes, where its Slice
+    takes float types only."""
+    zero = e.const(np.zeros((), dtype=dt.numpy()))
+    return e.op("Pad", written, e.i64([0, -1]), zero, mode="constant")
 
 
 def _padded_to_power_of_two(

@@ -16,7 +16,7 @@ import pytest
 from ort_dml_ops.conversion import convert
 
 from ._util import op_types, run_cpu, single_op
-from .test_scatter import _bits_equal, clean_scatters_write, elements_model
+from .test_scatter import _bits_equal, clean_scatters_write, elements_model, lowered
 
 #: ops the WebGPU plugin (0.4.0) has no kernel for, for any type (targets/data/webgpu_0.4.0.json)
 NO_WEBGPU_KERNEL = {"MaxUnpool", "IsNaN", "ConstantOfShape"}
@@ -180,17 +180,73 @@ def test_clean_guard_fails_the_run_on_a_bad_index(axis):
         run_cpu(low, feeds)
 
 
-def test_other_targets_and_types_keep_the_dml_graph():
-    """int32 data on webgpu before opset 18 (the plugin's GatherElements takes floats only, and
-    the last writer's ScatterElements max needs opset 18) and every other target get the
-    MaxUnpool graph."""
+def test_other_targets_keep_the_dml_graph():
+    """Every other target gets the MaxUnpool graph (on WebGPU the types the clean variant does
+    not take are refused: test_scatter.py `test_webgpu_refuses_data_its_plugin_has_no_kernels_for`)."""
     for target, dtype, red, opset in (
-        ("webgpu", np.int32, "none", 16),
+        ("dml", np.int32, "none", 16),
         ("dml", np.float32, "add", 18),
     ):
         m = elements_model([6], [9], 0, red, dtype, opset=opset)
         ops = {t for _, t in op_types(convert(m, target, strategy="lower").model)}
         assert "MaxUnpool" in ops and "ScatterElements" not in ops
+
+
+def _whole_range(rng, shape, dtype):
+    """Values over the whole range of `dtype`: every bit pattern a write must copy (floats:
+    small integers, −0.0 and NaN among them)."""
+    if np.issubdtype(dtype, np.integer):
+        info = np.iinfo(dtype)
+        return rng.integers(info.min, info.max, shape, dtype=dtype, endpoint=True)
+    x = rng.integers(-4, 5, shape).astype(dtype)
+    x[rng.random(shape) < 0.2] = -0.0
+    x[rng.random(shape) < 0.05] = np.nan
+    return x
+
+
+@pytest.mark.parametrize("dtype", [np.int32, np.uint32, np.float32, np.float16])
+@pytest.mark.parametrize("opset", [11, 17])
+@pytest.mark.parametrize("symbolic", [False, True])
+@pytest.mark.parametrize(
+    "dshape,ishape,axis",
+    [
+        ([40], [300], 0),  # one row: all K keys sorted at once
+        ([6, 7], [90, 7], 0),  # axis moved last by a Transpose
+        ([6, 7], [6, 200], 1),  # rows along the last axis
+        ([3, 4, 5], [3, 8, 5], 1),  # a middle axis
+        ([6, 4], [0, 4], 0),  # no update
+    ],
+)
+def test_clean_sorted_write_without_reduction_vs_ort(
+    dtype, opset, symbolic, dshape, ishape, axis
+):
+    """Before opset 18 (no reduction max for the winners) a write without reduction sorts the
+    positions, not the values: each sorted update's target goes back to its update
+    (`scatter_clean._unsorted`) and the updates are written as they are, so no value passes a
+    kernel the plugin has for floats only, and int32 and uint32 data take the graph the floats
+    do. Bit for bit ORT's CPU kernel: of each position's duplicates the last lands."""
+    rng = np.random.default_rng(opset + symbolic + len(ishape) * 7)
+    m = elements_model(dshape, ishape, axis, "none", dtype, opset=opset)
+    reference = onnx.ModelProto()
+    reference.CopyFrom(m)
+    if symbolic:
+        for v in (*m.graph.input, *m.graph.output):
+            for k, d in enumerate(v.type.tensor_type.shape.dim):
+                d.Clear()
+                d.dim_param = f"{v.name}_{k}"
+    low = lowered(m, "webgpu").model  # no scatter at all where no update is static
+    ops = {t for _, t in op_types(low)}
+    assert not ops & NO_WEBGPU_KERNEL and ("TopK" in ops or 0 in ishape)
+    dim = dshape[axis]
+    feeds = {
+        "data": _whole_range(rng, dshape, dtype),
+        "indices": rng.integers(-dim, dim, ishape).astype(np.int64),
+        "updates": _whole_range(rng, ishape, dtype),
+    }
+    (got,) = run_cpu(low, feeds)
+    (want,) = run_cpu(reference, feeds)
+    assert got.dtype == want.dtype and got.shape == want.shape
+    np.testing.assert_array_equal(got.view(np.uint8), want.view(np.uint8))
 
 
 @pytest.mark.parametrize("opset", [11, 13, 16])
