@@ -386,7 +386,7 @@ def test_auto_weighs_a_run_time_cumsum_axis_at_its_hinted_length(hint, action):
     ],
 )
 def test_the_reported_scan_kernels_are_what_inspect_counts(shape, axis, exclusive):
-    """The lowered CumSum's kernels in the report (cost._webgpu_scan_kernels: counted from the
+    """The lowered CumSum's kernels in the report (cost._scan_figures: counted from the
     layout where the length is static, measured for the run-time layouts) are the non-view
     kernels `inspect` places for the graph convert emits, as tools/lowering_budget.py counts."""
     from ort_dml_ops.bench import budget

@@ -83,10 +83,25 @@ WEBGPU_CLEAN_SCATTER_PASSES = {
     "min": (38.3, 40.3),
 }
 WEBGPU_CLEAN_SCATTER_COPIES = 1
-#: the blocked Mul / Add scans (CumProd, WebGPU's CumSum) at [1000, 1000] float32, every kernel
-SCAN_PASSES = 7.5
+#: full-size passes of the scans CumProd and WebGPU's CumSum lower to (bench/passes.py on the
+#: CPU EP, views apart, ÷ the output's bytes; float32 at [1000, 1000] unless said; pinned by
+#: test_cost `test_scan_figures_are_what_the_lowered_graph_writes`). The blocked scan of a
+#: static axis (blockscan.scan_static: 4.8 at [64, 64], 4.9 at [4, 100,000])
+SCAN_PASSES = 4.9
 #: ... and where the axis is one chain on x itself (a Split, the links' slices, a Concat)
 CHAIN_PASSES = 3.0
+#: the masked blocks of a float32 run-time axis (masked_scan.py): each block's masks hold B
+#: flags an item, so the figure falls with the axis length — 20.8 at [4, 250,000], 55 at
+#: [300, 300] with both dims run-time
+MASKED_SCAN_PASSES = 29.5
+#: the radix levels of a run-time axis beside static dims (blockscan_symbolic; int32, [4, n])
+RADIX_SCAN_PASSES = 7.7
+#: the doubling scan where every dim is run-time: a shift and the op a step, each writing the
+#: whole tensor (int32, [4, 250,000])
+DOUBLING_SCAN_PASSES = 62.0
+#: the CumSum dtype rules on the DML EP: Cast, the EP's CumSum, Cast back (float64 through
+#: float32: half a pass, half a pass, one)
+CAST_SCAN_PASSES = 2.0
 
 #: non-view kernels the DML EP runs for one lowered scatter, index guard included, (static,
 #: every dim symbolic), counted with `inspect` by tools/lowering_budget.py on 2-D data with as
@@ -274,7 +289,7 @@ def node_costs(
         kind = _reduction(node) if family == "scatter" else None
         if clean and kind == "none" and not writes_last(kind, opset):
             kind = "none_sorted"
-        lowered_passes = _lowered_passes(node, family, clean, kind)
+        lowered_passes = _lowered_passes(node, family, clean, kind, target, opset)
         if family in ("scatter", "cumprod"):
             off_device = _dml_off_device(node, target, kind, family)
         if lowered_passes is not None:
@@ -291,7 +306,7 @@ def node_costs(
             elif family == "scatter" and target != "cpu":
                 copies, note = 1, note + "; the index guard's flag (one per model)"
             kernels = (
-                _lowered_kernels(node, family, clean, kind, target)
+                _lowered_kernels(node, family, clean, kind, target, opset)
                 if off_device is None
                 else off_device[0][0 if _static(node) else 1]
             )
@@ -462,73 +477,83 @@ def _lowered_kernels(
     clean: bool,
     kind: str | None,
     target: str = "dml",
+    opset: int = 18,
 ) -> int | None:
-    """The counted kernels of the node's lowering (SCATTER_KERNELS); CumProd's scan and the
-    CumSum casts: counted the same way (18 static; with run-time sizes 30 for float32's masked
-    blocks, 62 for the doubling scan of other types; 3; tools/lowering_budget.py at 300 × 300);
-    WebGPU's blocked CumSum scan: `_webgpu_scan_kernels`."""
-    static = _static(node)
-    if family == "cumprod":
-        from .cumprod_masked import KERNELS as MASKED_BLOCKS
-
-        if static:
-            return 18
-        data = node.inputs[0] if node.inputs else None
-        masked = data is not None and data.dtype == ir.DataType.FLOAT
-        return MASKED_BLOCKS if masked else 62
-    if family == "cumsum":
-        return 3 if target != "webgpu" else _webgpu_scan_kernels(node)
+    """The counted kernels of the node's lowering (SCATTER_KERNELS); a scan's: `_scan_figures`."""
+    if family in ("cumsum", "cumprod"):
+        return _scan_figures(node, family, target, opset)[0]
     if family != "scatter":
         return None
     table = WEBGPU_CLEAN_SCATTER_KERNELS if clean else SCATTER_KERNELS
     pair = table.get(kind or "")
-    return None if pair is None else pair[0 if static else 1]
+    return None if pair is None else pair[0 if _static(node) else 1]
 
 
-#: kernels of WebGPU's CumSum scan along a run-time axis (cumsum_scan.py, scan_symbolic),
-#: counted by `inspect` as tools/lowering_budget.py counts them: the radix levels where the other
-#: dims are static (4 levels of 4 columns where a slice is under 16 elements, else 3 of 8), the
-#: 31-step doubling scan where they are symbolic too. Exclusive: one fewer in the radix levels
-#: (the last link of a chain is unused), one more in the doubling scan (its final shift).
-WEBGPU_SYMBOLIC_SCAN_KERNELS = {"columns": 88, "slices": 100, "doubling": 62}
+#: kernels of a scan along a run-time axis of another type than float32 (blockscan_symbolic,
+#: scan_symbolic; CumProd's and WebGPU's CumSum), counted by `inspect` as
+#: tools/lowering_budget.py counts them: the radix levels where the other dims are static (4
+#: levels of 4 columns where a slice is under 16 elements, else 3 of 8), the 31-step doubling
+#: scan where they are symbolic too. Exclusive: one fewer in the radix levels (the last link of
+#: a chain is unused), one more in the doubling scan (its final shift).
+SYMBOLIC_SCAN_KERNELS = {"columns": 88, "slices": 100, "doubling": 62}
 
 
-def _webgpu_scan_kernels(node: ir.Node) -> int | None:
-    """The kernels of WebGPU's CumSum lowering for this node: the blocked scan (cumsum_scan.py)
-    counted from its layout where the axis length is static (blockscan.scan_kernels); along a
-    run-time axis the masked blocks' 30 for float32 (cumsum_masked.py, the same count as
-    CumProd's), else the measured figure of the run-time layout; None where the axis or the
-    rank is unknown."""
+def _scan_figures(
+    node: ir.Node, family: str, target: str, opset: int = 18
+) -> tuple[int | None, float]:
+    """(kernels, passes) of the scan the rules lay out for a CumProd, or a CumSum lowered for
+    WebGPU (elsewhere a CumSum's lowering is a dtype rule: Cast, the EP's CumSum, Cast back).
+
+    * a static axis: CumProd's cheaper of the blocked and the doubling scan where every dim is
+      known (cumprod.static_plan, the plan the rule emits), else the blocked scan
+      (blockscan.scan_kernels, `SCAN_PASSES`);
+    * a run-time axis: float32's masked blocks (cumprod_masked.py, cumsum_masked.py, tried
+      first), other types' radix levels beside static dims or the doubling scan
+      (`SYMBOLIC_SCAN_KERNELS`).
+
+    Kernels None where the axis or the rank is unknown."""
     from ...targets import get_target
-    from .blockscan import SMALL_INNER, known_product, scan_kernels
+    from .blockscan import SMALL_INNER, known_product, scan_kernels, scan_plan
     from .cumprod_masked import KERNELS as MASKED_BLOCKS
 
+    if family == "cumsum" and target != "webgpu":
+        return 3, CAST_SCAN_PASSES
     x = node.inputs[0] if node.inputs else None
     axis_value = const_array(node.inputs[1]) if len(node.inputs) > 1 else None
     shape = static_shape(x) if x is not None else None
-    if shape is None or axis_value is None or not shape:
-        return None
+    if x is None or x.dtype is None or shape is None or axis_value is None or not shape:
+        return None, SCAN_PASSES
     axis = int(axis_value.reshape(-1)[0]) % len(shape)
     exclusive = attr_int(node, "exclusive") == 1
-    # an exclusive float scan adds +0.0 last (cumsum_scan.py: ORT's signed zeros)
-    plus_zero = 1 if exclusive and x is not None and x.dtype in FLOATS else 0
+    # an exclusive float CumSum adds +0.0 last (cumsum_scan.py: ORT's signed zeros)
+    plus_zero = int(family == "cumsum" and exclusive and x.dtype in FLOATS)
+    width = get_target(target).max_io_width
     if shape[axis] is not None:
-        counted = scan_kernels(
-            shape, axis, exclusive, get_target("webgpu").max_io_width
-        )
-        return None if counted is None else counted + plus_zero
-    if x is not None and x.dtype == ir.DataType.FLOAT:  # cumsum_masked.py, tried first
-        return MASKED_BLOCKS
+        if family == "cumprod":
+            from ._base import RewriteContext
+            from .cumprod import static_plan
+
+            ctx = RewriteContext(
+                opset=opset, target=target, options={"max_io_width": width}
+            )
+            reverse = attr_int(node, "reverse") == 1
+            plan = static_plan(ctx, x.dtype, shape, axis, exclusive, reverse, width)
+            if plan is not None:
+                return plan.kernels, plan.passes
+        counted = scan_kernels(shape, axis, exclusive, width)
+        chain = scan_plan(shape, axis, max_width=width) == "single chain"
+        passes = CHAIN_PASSES if chain else SCAN_PASSES
+        return (None if counted is None else counted + plus_zero), passes
+    if x.dtype == ir.DataType.FLOAT:  # the masked blocks' rules, tried first
+        return MASKED_BLOCKS, MASKED_SCAN_PASSES
     others = shape[:axis] + shape[axis + 1 :]
     if any(d is None or d == 0 for d in others):
-        return (
-            WEBGPU_SYMBOLIC_SCAN_KERNELS["doubling"]
-            + (1 if exclusive else 0)
-            + plus_zero
-        )
+        doubling = SYMBOLIC_SCAN_KERNELS["doubling"] + int(exclusive) + plus_zero
+        return doubling, DOUBLING_SCAN_PASSES
     inner = known_product(shape[axis + 1 :])
     layout = "columns" if inner is not None and inner < SMALL_INNER else "slices"
-    return WEBGPU_SYMBOLIC_SCAN_KERNELS[layout] - (1 if exclusive else 0) + plus_zero
+    radix = SYMBOLIC_SCAN_KERNELS[layout] - int(exclusive) + plus_zero
+    return radix, RADIX_SCAN_PASSES
 
 
 #: element types the WebGPU plugin keeps on the CPU EP: int64 and float64 have a few shape and
@@ -598,10 +623,10 @@ def native_costlier(node: ir.Node, ctx) -> str | None:
     if n is None:
         return None
     out_bytes = _bytes(node.outputs[0] if node.outputs else None, hints)
-    kernels = _webgpu_scan_kernels(node)
+    kernels, passes = _scan_figures(node, "cumsum", ctx.target, ctx.opset)
     if out_bytes is not None and kernels is not None:
         native = DEVICE.device_us(1, max(1.0, n / 2), out_bytes, 0)
-        lowered = DEVICE.device_us(kernels, SCAN_PASSES, out_bytes, 0)
+        lowered = DEVICE.device_us(kernels, passes, out_bytes, 0)
         if native <= lowered:
             return None
         return (
@@ -639,12 +664,17 @@ def _family(node: ir.Node) -> str | None:
 
 
 def _lowered_passes(
-    node: ir.Node, family: str | None, clean: bool, kind: str | None
+    node: ir.Node,
+    family: str | None,
+    clean: bool,
+    kind: str | None,
+    target: str = "dml",
+    opset: int = 18,
 ) -> float | None:
     """The measured passes of the node's lowering; `clean`: the scatter takes the WebGPU-clean
     variant, whose own figures apply; `kind`: the scatter's row of the tables."""
     if family in ("cumsum", "cumprod"):
-        return SCAN_PASSES
+        return _scan_figures(node, family, target, opset)[1]
     if family != "scatter" or len(node.inputs) < 3 or node.inputs[0] is None:
         return None
     table = WEBGPU_CLEAN_SCATTER_PASSES if clean else SCATTER_PASSES

@@ -17,13 +17,13 @@ see docs/convert.md for the bound.
 from __future__ import annotations
 
 import math
+from typing import NamedTuple
 
 import onnx_ir as ir
 
 from ..._domain import DOMAIN
 from . import cost
 from ._base import (
-    VIEW_OPS,
     Refusal,
     Rewrite,
     RewriteContext,
@@ -32,12 +32,9 @@ from ._base import (
     scan_operands,
     static_shape,
 )
-from .blockscan import op_identity, scan_plan, scan_static
+from .blockscan import op_identity, scan_kernels, scan_plan, scan_static
 from .blockscan_symbolic import crops, hillis_steele, scan_symbolic
 from .emitter import Emitter
-
-#: left out of a plan's kernel count: views, and constants (a scratch graph's are nodes)
-_NOT_KERNELS = (*VIEW_OPS, "Constant")
 
 #: dtypes the Mul-based lowering supports (ONNX Mul-14 type set minus bool).
 SUPPORTED = {
@@ -107,8 +104,8 @@ class CumProdLowering(Rule):
                 e, x, shape, axis, "Mul", exclusive, reverse, x.dtype, max_width=width
             )
         else:
-            doubling = _doubling_choice(ctx, x, shape, axis, exclusive, reverse, width)
-            if doubling is not None:
+            plan = static_plan(ctx, x.dtype, shape, axis, exclusive, reverse, width)
+            if plan is not None and plan.doubling:
                 one = e.scalar(op_identity("Mul", x.dtype), x.dtype)
                 steps = math.ceil(math.log2(n))
                 y = hillis_steele(
@@ -124,7 +121,7 @@ class CumProdLowering(Rule):
                     x.dtype,
                     steps,
                 )
-                note = f"axis length {n}: {doubling}"
+                note = f"axis length {n}: {plan.reason}"
             else:
                 y = scan_static(
                     e,
@@ -141,52 +138,60 @@ class CumProdLowering(Rule):
         return e.done([y], note)
 
 
-def _doubling_choice(
+class StaticPlan(NamedTuple):
+    """The scan a CumProd of static sizes takes, and what it costs: `kernels` dispatches and
+    `passes` full-size writes; `reason`, where the doubling scan is taken, says why."""
+
+    doubling: bool
+    kernels: int
+    passes: float
+    reason: str = ""
+
+
+def static_plan(
     ctx: RewriteContext,
-    x: ir.Value,
+    dtype: ir.DataType,
     shape: list[int | None],
     axis: int,
     exclusive: bool,
     reverse: bool,
     width: int | None,
-) -> str | None:
-    """Why the doubling scan is the cheaper plan for this node, or None where the blocked one is
-    (or where the sizes are not all known, or the target's Pad takes no negative pads).
+) -> StaticPlan | None:
+    """The cheaper of the blocked and the doubling scan for this node, or None where the sizes
+    are not all known (then the blocked scan: its kernels are `blockscan.scan_kernels`').
 
-    Both are counted, not guessed: the blocked plan's kernels by laying it out on a scratch
-    graph; its passes are `cost.SCAN_PASSES` (measured; `cost.CHAIN_PASSES` for one chain); the
-    doubling plan's are its shifts' and Muls' (`shift`), each writing the whole tensor."""
+    Both are counted, not guessed: the blocked plan's kernels from its layout
+    (blockscan.scan_kernels, what `inspect` counts); its passes are `cost.SCAN_PASSES`
+    (measured; `cost.CHAIN_PASSES` for one chain); the doubling plan's are its shifts' and
+    Muls' (`shift`), each writing the whole tensor. Where the target's Pad takes no negative
+    pads there is no doubling scan. `cost` reports the plan's figures, the rewrite emits it."""
     n = shape[axis]
     if n is None or n < 2 or any(d is None for d in shape):
         return None
-    scratch_ctx = RewriteContext(
-        opset=ctx.opset, target=ctx.target, options=ctx.options
-    )
-    scratch = Emitter(scratch_ctx, "count")
-    if not crops(scratch, False):
-        return None
-    assert x.dtype is not None  # check() refused an unknown type
-    probe = ir.Value(name="x", shape=ir.Shape(list(shape)))
-    probe.dtype = x.dtype
-    scan_static(
-        scratch, probe, shape, axis, "Mul", exclusive, reverse, x.dtype, max_width=width
-    )
-    blocked_kernels = sum(1 for nd in scratch.nodes if nd.op_type not in _NOT_KERNELS)
+    blocked_kernels = scan_kernels(shape, axis, exclusive, width)
+    assert blocked_kernels is not None  # every dim is known
+    scratch = Emitter(RewriteContext(opset=ctx.opset, target=ctx.target), "count")
     plan = scan_plan(shape, axis, max_width=width)
     blocked_passes = cost.CHAIN_PASSES if plan == "single chain" else cost.SCAN_PASSES
+    blocked_plan = StaticPlan(False, blocked_kernels, blocked_passes)
+    if not crops(scratch, False):
+        return blocked_plan
     steps = math.ceil(math.log2(n))
     per_shift = 1 if crops(scratch, reverse) else 2  # else a Pad and a Slice (`shift`)
     kernels = (1 + per_shift) * steps + per_shift * int(exclusive)
     passes = float(kernels)
-    full_bytes = math.prod(d for d in shape if d is not None) * int(x.dtype.itemsize)
+    full_bytes = math.prod(d for d in shape if d is not None) * int(dtype.itemsize)
     mine = cost.DEVICE.device_us(kernels, passes, full_bytes, 0)
     blocked = cost.DEVICE.device_us(blocked_kernels, blocked_passes, full_bytes, 0)
     if mine >= blocked:
-        return None
-    return (
+        return blocked_plan
+    return StaticPlan(
+        True,
+        kernels,
+        passes,
         f"doubling scan, {steps} steps of {'Pad (negative pads)' if per_shift == 1 else 'Pad, Slice'}"
         f" and Mul: {kernels} kernels, "
         f"{passes:g} passes, estimated {mine:.0f} µs; the blocked scan ({plan}): "
         f"{blocked_kernels} kernels, {blocked_passes:g} passes, {blocked:.0f} µs "
-        "(rules/cost.py DeviceModel)"
+        "(rules/cost.py DeviceModel)",
     )

@@ -570,3 +570,69 @@ def test_webgpu_report_weighs_the_graph_its_opset_gets(opset, kind):
     report = convert(model, "webgpu", strategy="lower", with_inspect=False).report
     (node,) = [n for n in report.nodes if n.op_type == "ScatterElements"]
     assert node.cost["lowered"]["kernels"] == cost.WEBGPU_CLEAN_SCATTER_KERNELS[kind][0]
+
+
+def _scan_model(op: str, dtype, dims: list):
+    """One CumProd (the project's domain, opset 21) or CumSum (opset 18) along axis 1."""
+    from onnx import helper, numpy_helper
+
+    from ort_dml_ops import DOMAIN
+
+    custom = op == "CumProd"
+    t = helper.np_dtype_to_tensor_dtype(np.dtype(dtype))
+    node = helper.make_node(op, ["x", "axis"], ["y"], domain=DOMAIN if custom else "")
+    graph = helper.make_graph(
+        [node],
+        "scan",
+        [helper.make_tensor_value_info("x", t, dims)],
+        [helper.make_tensor_value_info("y", t, dims)],
+        [numpy_helper.from_array(np.array(1, np.int64), "axis")],
+    )
+    imports = [helper.make_opsetid("", 21 if custom else 18)]
+    if custom:
+        imports.append(helper.make_opsetid(DOMAIN, 1))
+    return helper.make_model(graph, opset_imports=imports, ir_version=10)
+
+
+@pytest.mark.parametrize(
+    "op,target,dtype,dims,feed,layout",
+    [
+        ("CumProd", "dml", np.float32, [1000, 1000], (1000, 1000), "blocked"),
+        ("CumProd", "dml", np.float32, [300, 300], (300, 300), "doubling, static"),
+        ("CumProd", "dml", np.float32, [4, 100_000], (4, 100_000), "doubling, static"),
+        ("CumProd", "dml", np.float32, ["b", 1000], (4, 1000), "blocked"),
+        ("CumProd", "dml", np.float32, ["a", "b"], (1000, 1000), "masked"),
+        ("CumProd", "dml", np.int32, [4, "n"], (4, 250_000), "radix"),
+        ("CumProd", "dml", np.int32, ["a", "b"], (4, 250_000), "doubling"),
+        ("CumSum", "webgpu", np.float32, [1000, 1000], (1000, 1000), "blocked"),
+        ("CumSum", "webgpu", np.float32, ["a", "b"], (1000, 1000), "masked"),
+        ("CumSum", "webgpu", np.int32, [4, "n"], (4, 250_000), "radix"),
+        ("CumSum", "webgpu", np.int32, ["a", "b"], (4, 250_000), "doubling"),
+        ("CumSum", "dml", np.float64, [1000, 1000], (1000, 1000), "cast"),
+    ],
+)
+def test_scan_figures_are_what_the_lowered_graph_writes(
+    op, target, dtype, dims, feed, layout
+):
+    """The report's kernels and passes for a lowered scan (cost._scan_figures) are those of the
+    layout the rules emit: the kernels `inspect` places on the target EP, the bytes ORT's
+    kernels write (its profiler, bench/passes.py; views apart) ÷ the output's — exactly for a
+    static layout, at the measured size for a run-time one (the figure of a masked scan falls
+    with the axis length, cost.MASKED_SCAN_PASSES). The report used 7.5 passes for every
+    layout and 18 / 30 / 62 kernels for every CumProd by the sizes' being static or not."""
+    from ort_dml_ops.bench import budget
+    from ort_dml_ops.bench.passes import count_passes
+
+    model = _scan_model(op, dtype, dims)
+    result = convert(model, target, strategy="lower")
+    (rep,) = result.report.nodes
+    assert rep.action in ("lowered", "cast"), rep.reason
+    lowered = rep.cost["lowered"]
+    assert lowered["kernels"] == budget.count_kernels(result.model, target).kernels
+    rng = np.random.default_rng(0)
+    if np.issubdtype(dtype, np.floating):
+        x = (1 + rng.standard_normal(feed) * 1e-3).astype(dtype)
+    else:
+        x = rng.integers(-3, 4, feed).astype(dtype)
+    measured = count_passes(result.model, {"x": x}).passes(x.nbytes, views=False)
+    assert lowered["passes"] == pytest.approx(measured, abs=0.15), layout
