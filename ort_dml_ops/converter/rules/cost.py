@@ -39,6 +39,9 @@ SCATTER_PASSES = {
     # none: a stable sort so that only each position's last update writes (the DML EP orders
     # no writes to one position: docs/dml-lane.md)
     "none": (17.3, 21.5),
+    # none where no two updates can land on one position (scatter.distinct_positions: the
+    # indices of a TopK along the scatter's axis): no sort, every update writes
+    "none_unique": (8.0, 15.2),
     # float add / mul: block folds (blocksum.py) — more bytes than the chain scan, a fourth of
     # its kernels; add writes data − the unpooled negated sums (scatter_lean.py); with static
     # rows the last level ends on row ends (blocksum.plan)
@@ -118,6 +121,7 @@ CAST_SCAN_PASSES = 2.0
 #: tests/converter/rules/test_cost.py counts them again.
 SCATTER_KERNELS = {
     "none": (19, 25),
+    "none_unique": (11, 17),
     "add": (34, 63),
     "mul": (34, 63),
     "max": (38, 44),
@@ -289,6 +293,8 @@ def node_costs(
         kind = _reduction(node) if family == "scatter" else None
         if clean and kind == "none" and not writes_last(kind, opset):
             kind = "none_sorted"
+        elif kind == "none" and not clean and _unique_write(node, target):
+            kind = "none_unique"
         lowered_passes = _lowered_passes(node, family, clean, kind, target, opset)
         if family in ("scatter", "cumprod"):
             off_device = _dml_off_device(node, target, kind, family)
@@ -706,6 +712,15 @@ def _clean(node: ir.Node, target: str) -> bool:
         else math.prod(d for d in dims if d is not None)
     )
     return applies(target, data.dtype, numel, attr_str(node, "reduction", "none"))
+
+
+def _unique_write(node: ir.Node, target: str) -> bool:
+    """Does the scatter rule write this node's updates unsorted, its positions proven distinct
+    (scatter.distinct_positions), on the target's own kernels (not a type the DML EP lacks:
+    DML_OFF_DEVICE_SCATTERS has no such row)?"""
+    from .scatter import distinct_positions
+
+    return distinct_positions(node) and _dml_off_device(node, target, "none") is None
 
 
 def _reduction(node: ir.Node) -> str:
