@@ -282,14 +282,40 @@ def test_float16_scatter_nd_at_run_time_sizes_copies_only_the_indices(
     assert len(inspect(low, "webgpu").copy_nodes) == copies
 
 
+#: writes without reduction with thousands of updates a position: (op, data, indices, axis)
+WRITES = [
+    ("ScatterElements", (5, 3), (4000, 3), 0),  # K ≫ M: runs of ~800 writers
+    ("ScatterElements", (6, 40), (6, 900), 1),
+    ("ScatterND", (7, 5), (3000, 1), None),
+]
+
+
+def _write_feeds(seed, dshape, ishape, axis, dtype):
+    """(the updates' shape, data, indices, updates) for a write without reduction: integers
+    over the whole range of the type (every bit pattern copied), floats with −0.0 and NaN;
+    `axis` None: a ScatterND, whose updates are slices of the data past their coordinates."""
+    ushape = ishape if axis is not None else ishape[:-1] + dshape[ishape[-1] :]
+    rng = np.random.default_rng(seed)
+    if np.issubdtype(dtype, np.integer):
+        info = np.iinfo(dtype)
+        data = rng.integers(info.min, info.max, dshape, dtype=dtype, endpoint=True)
+        upd = rng.integers(info.min, info.max, ushape, dtype=dtype, endpoint=True)
+    else:
+        data = rng.integers(-3, 4, dshape).astype(dtype)
+        upd = rng.standard_normal(ushape).astype(dtype)
+        upd[rng.random(ushape) < 0.2] = -0.0
+        upd[rng.random(ushape) < 0.05] = np.nan
+    dim = dshape[0] if axis is None else dshape[axis]
+    idx = rng.integers(-dim, max(dim, 1), ishape).astype(np.int64)
+    return ushape, data, idx, upd
+
+
 @pytest.mark.parametrize("dtype", [np.float32, np.float16, np.int32, np.uint32])
 @pytest.mark.parametrize("symbolic", [False, True])
 @pytest.mark.parametrize(
     "op,dshape,ishape,axis",
     [
-        ("ScatterElements", (5, 3), (4000, 3), 0),  # K ≫ M: runs of ~800 writers
-        ("ScatterElements", (6, 40), (6, 900), 1),
-        ("ScatterND", (7, 5), (3000, 1), None),
+        *WRITES,
         ("ScatterElements", (0, 3), (0, 3), 0),  # no data, no update
         ("ScatterElements", (6, 4), (0, 4), 0),  # no update
     ],
@@ -306,20 +332,7 @@ def test_last_writer_without_reduction_equals_ort_kernel(
     graph, where the DML-shaped one put TopK, MaxUnpool and int Slices on the CPU EP."""
     import onnx
 
-    # ScatterND: an update is a slice of the data past its coordinates
-    ushape = ishape if axis is not None else ishape[:-1] + dshape[ishape[-1] :]
-    rng = np.random.default_rng(11)
-    if np.issubdtype(dtype, np.integer):  # the whole range: every bit pattern copied
-        info = np.iinfo(dtype)
-        data = rng.integers(info.min, info.max, dshape, dtype=dtype, endpoint=True)
-        upd = rng.integers(info.min, info.max, ushape, dtype=dtype, endpoint=True)
-    else:
-        data = rng.integers(-3, 4, dshape).astype(dtype)
-        upd = rng.standard_normal(ushape).astype(dtype)
-        upd[rng.random(ushape) < 0.2] = -0.0
-        upd[rng.random(ushape) < 0.05] = np.nan
-    dim = dshape[0] if axis is None else dshape[axis]
-    idx = rng.integers(-dim, max(dim, 1), ishape).astype(np.int64)
+    ushape, data, idx, upd = _write_feeds(11, dshape, ishape, axis, dtype)
     t = onnx.helper.np_dtype_to_tensor_dtype(np.dtype(dtype))
     attrs = {} if axis is None else {"axis": axis}
     native = _scatter(op, t, dshape, ishape, ushape, "scatter_none", **attrs)
@@ -349,14 +362,7 @@ def test_last_writer_without_reduction_equals_ort_kernel(
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float16, np.int32, np.uint32])
 @pytest.mark.parametrize("symbolic", [False, True])
-@pytest.mark.parametrize(
-    "op,dshape,ishape,axis",
-    [
-        ("ScatterElements", (5, 3), (4000, 3), 0),  # K ≫ M: runs of ~800 writers
-        ("ScatterElements", (6, 40), (6, 900), 1),
-        ("ScatterND", (7, 5), (3000, 1), None),
-    ],
-)
+@pytest.mark.parametrize("op,dshape,ishape,axis", WRITES)
 def test_sorted_write_without_reduction_before_opset_18_equals_ort_kernel(
     webgpu_lane, op, dshape, ishape, axis, symbolic, dtype
 ):
@@ -369,19 +375,7 @@ def test_sorted_write_without_reduction_before_opset_18_equals_ort_kernel(
     at run-time sizes."""
     import onnx
 
-    ushape = ishape if axis is not None else ishape[:-1] + dshape[ishape[-1] :]
-    rng = np.random.default_rng(17)
-    if np.issubdtype(dtype, np.integer):  # the whole range: every bit pattern copied
-        info = np.iinfo(dtype)
-        data = rng.integers(info.min, info.max, dshape, dtype=dtype, endpoint=True)
-        upd = rng.integers(info.min, info.max, ushape, dtype=dtype, endpoint=True)
-    else:
-        data = rng.integers(-3, 4, dshape).astype(dtype)
-        upd = rng.standard_normal(ushape).astype(dtype)
-        upd[rng.random(ushape) < 0.2] = -0.0
-        upd[rng.random(ushape) < 0.05] = np.nan
-    dim = dshape[0] if axis is None else dshape[axis]
-    idx = rng.integers(-dim, dim, ishape).astype(np.int64)
+    ushape, data, idx, upd = _write_feeds(17, dshape, ishape, axis, dtype)
     t = onnx.helper.np_dtype_to_tensor_dtype(np.dtype(dtype))
     attrs = {} if axis is None else {"axis": axis}
     native = _scatter(op, t, dshape, ishape, ushape, "sorted_none", opset=17, **attrs)
