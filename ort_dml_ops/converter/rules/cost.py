@@ -295,7 +295,9 @@ def node_costs(
             kind = "none_sorted"
         elif kind == "none" and not clean and _unique_write(node, target):
             kind = "none_unique"
-        lowered_passes = _lowered_passes(node, family, clean, kind, target, opset)
+        counted_kernels, lowered_passes = _lowered_figures(
+            node, family, clean, kind, target, opset
+        )
         if family in ("scatter", "cumprod"):
             off_device = _dml_off_device(node, target, kind, family)
         if lowered_passes is not None:
@@ -312,7 +314,7 @@ def node_costs(
             elif family == "scatter" and target != "cpu":
                 copies, note = 1, note + "; the index guard's flag (one per model)"
             kernels = (
-                _lowered_kernels(node, family, clean, kind, target, opset)
+                counted_kernels
                 if off_device is None
                 else off_device[0][0 if _static(node) else 1]
             )
@@ -477,22 +479,30 @@ def _dml_off_device(
     return None if kind is None else DML_OFF_DEVICE_SCATTERS.get((name, kind))
 
 
-def _lowered_kernels(
+def _lowered_figures(
     node: ir.Node,
     family: str | None,
     clean: bool,
     kind: str | None,
     target: str = "dml",
     opset: int = 18,
-) -> int | None:
-    """The counted kernels of the node's lowering (SCATTER_KERNELS); a scan's: `_scan_figures`."""
+) -> tuple[int | None, float | None]:
+    """(kernels, passes) of the node's lowering, counted and measured: a scan's from its layout
+    (`_scan_figures`); a scatter's from the tables' row `kind` (SCATTER_KERNELS and
+    SCATTER_PASSES; `clean`: the WebGPU-clean variant's own tables), None where none fits."""
     if family in ("cumsum", "cumprod"):
-        return _scan_figures(node, family, target, opset)[0]
-    if family != "scatter":
-        return None
-    table = WEBGPU_CLEAN_SCATTER_KERNELS if clean else SCATTER_KERNELS
-    pair = table.get(kind or "")
-    return None if pair is None else pair[0 if _static(node) else 1]
+        return _scan_figures(node, family, target, opset)
+    if family != "scatter" or len(node.inputs) < 3 or node.inputs[0] is None:
+        return None, None
+    column = 0 if _static(node) else 1
+    kernels = (WEBGPU_CLEAN_SCATTER_KERNELS if clean else SCATTER_KERNELS).get(
+        kind or ""
+    )
+    passes = (WEBGPU_CLEAN_SCATTER_PASSES if clean else SCATTER_PASSES).get(kind or "")
+    return (
+        None if kernels is None else kernels[column],
+        None if passes is None else passes[column],
+    )
 
 
 #: kernels of a scan along a run-time axis of another type than float32 (blockscan_symbolic,
@@ -539,10 +549,8 @@ def _scan_figures(
             from ._base import RewriteContext
             from .cumprod import static_plan
 
-            ctx = RewriteContext(
-                opset=opset, target=target, options={"max_io_width": width}
-            )
             reverse = attr_int(node, "reverse") == 1
+            ctx = RewriteContext(opset=opset, target=target)
             plan = static_plan(ctx, x.dtype, shape, axis, exclusive, reverse, width)
             if plan is not None:
                 return plan.kernels, plan.passes
@@ -667,27 +675,6 @@ def _family(node: ir.Node) -> str | None:
     if node.op_type in ("ScatterElements", "ScatterND", "Scatter"):
         return "scatter"
     return {"CumSum": "cumsum", "CumProd": "cumprod"}.get(node.op_type)
-
-
-def _lowered_passes(
-    node: ir.Node,
-    family: str | None,
-    clean: bool,
-    kind: str | None,
-    target: str = "dml",
-    opset: int = 18,
-) -> float | None:
-    """The measured passes of the node's lowering; `clean`: the scatter takes the WebGPU-clean
-    variant, whose own figures apply; `kind`: the scatter's row of the tables."""
-    if family in ("cumsum", "cumprod"):
-        return _scan_figures(node, family, target, opset)[1]
-    if family != "scatter" or len(node.inputs) < 3 or node.inputs[0] is None:
-        return None
-    table = WEBGPU_CLEAN_SCATTER_PASSES if clean else SCATTER_PASSES
-    passes = table.get(kind or "")
-    if passes is None:
-        return None
-    return passes[0 if _static(node) else 1]
 
 
 def _static(node: ir.Node) -> bool:
